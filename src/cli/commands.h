@@ -1,0 +1,25 @@
+/* Subcommands of `eco`. Each lives in its own cmd_<name>.c; main.c dispatches to the ones linked in.
+ * Declared weak so a subcommand's file can land without editing main.c or breaking the build. */
+#ifndef ECO_CLI_COMMANDS_H
+#define ECO_CLI_COMMANDS_H
+
+typedef int (*eco_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand name; returns exit status */
+
+#define ECO_CLI_COMMANDS(X)                                                                  \
+    X(import, "import the reference dataset (a folder) or a replication (an energy.json)")  \
+    X(fit, "fit curves per (GPU architecture, precision) from the store; writes curves.json") \
+    X(estimate, "estimate ΔE% and energy per token for a model size, GPU and precision")     \
+    X(optimize, "best precision x batch under VRAM / latency budgets, with alternatives")    \
+    X(serve, "serve the REST API and the web site")                                          \
+    X(mcp, "Model Context Protocol server on stdio")                                         \
+    X(model, "model presets: `eco model info NAME`, `eco model list`")                       \
+    X(measure, "measure energy per token of precisions on this GPU (A/B against fp16)")      \
+    X(validate, "validate an energy.json against the published schema")                     \
+    X(report, "render the Markdown report of an energy.json")                                \
+    X(export, "export the store as CSV or JSON")
+
+#define ECO_DECLARE_CMD(name, help) int eco_cmd_##name(int argc, char **argv) __attribute__((weak));
+ECO_CLI_COMMANDS(ECO_DECLARE_CMD)
+#undef ECO_DECLARE_CMD
+
+#endif

@@ -1,0 +1,74 @@
+#include "eco/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ECO_ERR_MSG_MAX 1024
+
+static _Thread_local char last_msg[ECO_ERR_MSG_MAX];
+static _Thread_local char last_field[128];
+static _Thread_local eco_err last_code;
+
+static eco_err record(eco_err code, const char *field, const char *fmt, va_list ap)
+{
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    snprintf(last_field, sizeof last_field, "%s", field ? field : "");
+    last_code = code;
+    return code;
+}
+
+eco_err eco_fail(eco_err code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(code, NULL, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+eco_err eco_fail_field(eco_err code, const char *field, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(code, field, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+eco_err eco_fail_context(const char *fmt, ...)
+{
+    char prefix[512];
+    char old[ECO_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, last_msg, sizeof old);
+    size_t n = strlen(prefix);
+    if (n >= sizeof last_msg) n = sizeof last_msg - 1;
+    memcpy(last_msg, prefix, n);
+    size_t rest = strnlen(old, sizeof old - 1);
+    if (rest > sizeof last_msg - 1 - n) rest = sizeof last_msg - 1 - n; /* keep the newest context, cut the tail */
+    memcpy(last_msg + n, old, rest);
+    last_msg[n + rest] = '\0';
+    return last_code ? last_code : ECO_ESTATE;
+}
+
+const char *eco_last_error(void) { return last_msg; }
+const char *eco_last_error_field(void) { return last_field; }
+eco_err eco_last_error_code(void) { return last_code; }
+
+void eco_clear_error(void)
+{
+    last_msg[0] = '\0';
+    last_field[0] = '\0';
+    last_code = ECO_OK;
+}
+
+const char *eco_err_name(eco_err code)
+{
+    static const char *const names[] = {"OK", "EINVAL", "ENOMEM", "EIO", "EFORMAT", "ENOTFOUND",
+                                        "EUNSUPPORTED", "ETOOBIG", "EDEVICE", "ESTATE"};
+    return (unsigned)code < sizeof names / sizeof names[0] ? names[code] : "EUNKNOWN";
+}
