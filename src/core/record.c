@@ -1,0 +1,113 @@
+#include "eco/record.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+double eco_record_delta_pct(const eco_record *r) { return (r->e_quant_mj - r->e_fp16_mj) / r->e_fp16_mj * 100.0; }
+
+const char *eco_energy_basis_name(eco_energy_basis b)
+{
+    return b == ECO_BASIS_GROSS ? "gross" : b == ECO_BASIS_NET ? "net" : "unknown";
+}
+
+const char *eco_record_origin_name(eco_record_origin o)
+{
+    return o == ECO_ORIGIN_RUN ? "run" : o == ECO_ORIGIN_REPLICATION ? "replication" : "reference";
+}
+
+void eco_record_protocol_key(const eco_record *r, char *buf, size_t cap)
+{
+    char tok[16];
+    if (r->tokens > 0) snprintf(tok, sizeof tok, "tok%d", r->tokens);
+    else snprintf(tok, sizeof tok, "tok?");
+    snprintf(buf, cap, "%s/%s/%s", tok, eco_energy_basis_name(r->basis), r->method[0] ? r->method : "unknown");
+}
+
+static const struct { const char *arch, *label; } archs[] = {
+    {"turing", "Turing (T4)"},
+    {"ampere", "Ampere (A100/A800)"},
+    {"ada", "Ada (RTX 4090/4090D)"},
+    {"hopper", "Hopper (H100/H200)"},
+    {"blackwell", "Blackwell (RTX 5090)"},
+};
+
+size_t eco_arch_count(void) { return sizeof archs / sizeof archs[0]; }
+const char *eco_arch_at(size_t i) { return i < eco_arch_count() ? archs[i].arch : NULL; }
+
+bool eco_arch_is_known(const char *arch)
+{
+    for (size_t i = 0; arch && i < eco_arch_count(); i++)
+        if (!strcmp(arch, archs[i].arch)) return true;
+    return false;
+}
+
+const char *eco_arch_label(const char *arch)
+{
+    for (size_t i = 0; arch && i < eco_arch_count(); i++)
+        if (!strcmp(arch, archs[i].arch)) return archs[i].label;
+    return NULL;
+}
+
+/* Case-insensitive substring search on a normalised name (spaces/dashes dropped). */
+static void normalise(const char *in, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] && j + 1 < cap; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (isalnum(c)) out[j++] = (char)tolower(c);
+    }
+    out[j] = '\0';
+}
+
+eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
+{
+    /* Ordered: more specific patterns first ("rtxa6000" is ampere, "rtx6000ada" is ada, "rtxpro6000" blackwell). */
+    static const struct { const char *pattern, *arch; } map[] = {
+        {"rtxpro6000", "blackwell"}, {"b200", "blackwell"}, {"b100", "blackwell"}, {"gb200", "blackwell"},
+        {"rtx50", "blackwell"},      {"5090", "blackwell"}, {"5080", "blackwell"}, {"5070", "blackwell"},
+        {"h100", "hopper"},          {"h200", "hopper"},    {"h800", "hopper"},    {"h20", "hopper"},
+        {"gh200", "hopper"},         {"hopper", "hopper"},
+        {"6000ada", "ada"},          {"l40", "ada"},        {"l4", "ada"},         {"4090", "ada"},
+        {"4080", "ada"},             {"4070", "ada"},       {"4060", "ada"},       {"ada", "ada"},
+        {"a100", "ampere"},          {"a800", "ampere"},    {"a40", "ampere"},     {"a30", "ampere"},
+        {"a10", "ampere"},           {"rtxa6000", "ampere"}, {"rtxa5000", "ampere"}, {"3090", "ampere"},
+        {"3080", "ampere"},          {"ampere", "ampere"},
+        {"t4", "turing"},            {"2080", "turing"},    {"titanrtx", "turing"}, {"turing", "turing"},
+    };
+    char n[128];
+    if (!gpu || !*gpu) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is empty");
+    normalise(gpu, n, sizeof n);
+    for (size_t i = 0; i < eco_arch_count(); i++)
+        if (!strcmp(n, archs[i].arch)) { *arch_out = archs[i].arch; return ECO_OK; }
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        const char *hit = strstr(n, map[i].pattern);
+        if (!hit) continue;
+        /* "l4" must not match "l40"; "t4" must not match e.g. "rtx4..." digits run-on */
+        size_t len = strlen(map[i].pattern);
+        if (isdigit((unsigned char)map[i].pattern[len - 1]) && isdigit((unsigned char)hit[len])) continue;
+        *arch_out = map[i].arch;
+        return ECO_OK;
+    }
+    return eco_fail_field(ECO_ENOTFOUND, "gpu",
+                          "unknown GPU '%s': give a card name (e.g. \"RTX 4090\", \"H200\", \"A100\", \"T4\") or an "
+                          "architecture (turing, ampere, ada, hopper, blackwell)", gpu);
+}
+
+eco_err eco_record_check(const eco_record *r)
+{
+    if (!eco_arch_is_known(r->arch))
+        return eco_fail_field(ECO_EINVAL, "arch", "unknown architecture '%s'", r->arch);
+    if (!(r->params_b > 0) || !isfinite(r->params_b))
+        return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be a positive number, got %g", r->params_b);
+    if (!(r->e_fp16_mj > 0) || !isfinite(r->e_fp16_mj))
+        return eco_fail_field(ECO_EINVAL, "energy_fp16", "fp16 energy must be positive, got %g", r->e_fp16_mj);
+    if (!(r->e_quant_mj > 0) || !isfinite(r->e_quant_mj))
+        return eco_fail_field(ECO_EINVAL, "energy_quant", "quantized energy must be positive, got %g", r->e_quant_mj);
+    if (r->precision == ECO_PREC_FP16 || (unsigned)r->precision >= ECO_PREC_COUNT)
+        return eco_fail_field(ECO_EINVAL, "precision", "a record compares a quantized precision with fp16");
+    if (r->n_trials < 1) return eco_fail_field(ECO_EINVAL, "n_trials", "n_trials must be >= 1, got %d", r->n_trials);
+    return ECO_OK;
+}
