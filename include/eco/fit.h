@@ -1,0 +1,282 @@
+/* Curves of ΔE%(N) per (GPU architecture, precision, protocol), the estimator that labels every number,
+ * and the precision x batch optimizer. Pure C, no I/O, no threads, no JSON: this module is also compiled to
+ * WebAssembly, where a shim fills these structs from curves.json, so the site computes the same numbers.
+ *
+ * Curve forms (x = N / nstar, N in billions of parameters):
+ *   saturating  ΔE(N) = A - S * x / (1 + x)   (the anchor project's form; S may be negative = rising curve)
+ *   loglinear   ΔE(N) = A + S * ln(N)         (fallback for 2-3 distinct sizes: 1 degree of freedom left)
+ *   constant    ΔE(N) = A                     (fallback for 1 distinct size)
+ * Every prediction is clamped below at -s_cap (NF4 75, 8-bit 50 points: the weight-byte bound).
+ *
+ * Labels (eco_estimate_run), first rule that applies:
+ *   measured      the curve for (arch, precision) has anchors at this size (|N - N_a| <= 1e-6 * N_a) or whose
+ *                 model name equals the request's model: ΔE is the anchors' weighted mean, range = their spread.
+ *   interpolated  the arch has its own curve and n_min_b <= N <= n_max_b.
+ *   extrapolated  the arch has its own curve and N is outside [n_min_b, n_max_b]; the range widens with
+ *                 d = |ln(N / nearest bound)|: sigma_extra = 1.2 * (max(resid_sd, 2) + 4) * d.
+ *   estimated     the arch has no curve for the precision: a proxy arch's curve is used (eco_arch_proxy says
+ *                 which and why) with an extra 10-point (close proxy) or 20-point (weak proxy) sigma term.
+ *   modelled      (optimizer fields only) computed from a physical model (roofline, byte accounting).
+ * Range: 95% bootstrap percentile band of the stored curve samples, combined in quadrature with 1.96 * the
+ * residual SD (a prediction band for a new measurement, not only the mean curve).
+ * Recommendation: hi < 0 -> quantize; lo > 0 -> do_not_quantize; otherwise depends. */
+#ifndef ECO_FIT_H
+#define ECO_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eco/err.h"
+#include "eco/model.h"
+#include "eco/quant.h"
+#include "eco/record.h"
+
+#define ECO_FIT_MAX_ANCHORS 64
+#define ECO_FIT_MAX_EXCLUDED 64
+#define ECO_FIT_MAX_PROTOCOLS 8
+#define ECO_FIT_MAX_SESSIONS 16
+#define ECO_FIT_BOOT 256 /* bootstrap parameter sets kept per curve */
+#define ECO_FIT_MAX_CURVES 32
+#define ECO_FIT_MAX_FP16 32 /* fp16 baseline points per arch */
+#define ECO_FIT_DEFAULT_SEED 20260215u
+
+typedef enum { ECO_FORM_SATURATING = 0, ECO_FORM_LOGLINEAR, ECO_FORM_CONSTANT } eco_curve_form;
+typedef enum { ECO_WEIGHT_TRIALS = 0, ECO_WEIGHT_INVVAR, ECO_WEIGHT_NONE } eco_weighting;
+
+typedef enum {
+    ECO_LABEL_MEASURED = 0,
+    ECO_LABEL_INTERPOLATED,
+    ECO_LABEL_EXTRAPOLATED,
+    ECO_LABEL_ESTIMATED,
+    ECO_LABEL_MODELLED
+} eco_label;
+
+typedef enum { ECO_REC_QUANTIZE = 0, ECO_REC_DO_NOT_QUANTIZE, ECO_REC_DEPENDS } eco_recommendation;
+
+typedef struct {
+    double params_b, delta_pct;
+    double sd_pct;   /* SD of ΔE across trials (from the quantized SD), NAN when unknown */
+    double cv_pct;   /* CV of the quantized energy across trials, NAN when unknown */
+    double weight;   /* normalised to mean 1 over the curve's anchors */
+    int n_trials;
+    char model[64], gpu[64], session[64], source[160];
+} eco_anchor;
+
+typedef struct {
+    char source[160];
+    char reason[96]; /* "protocol tok512/gross/... not selected", "not finite", ... */
+} eco_excluded;
+
+typedef struct {
+    char arch[16];
+    eco_precision precision;
+    char protocol[96];                                      /* the protocol fitted, or "pooled" */
+    size_t n_pooled;                                         /* > 0 only with the pool option */
+    char pooled_protocols[ECO_FIT_MAX_PROTOCOLS][96];
+    size_t n_sessions;
+    char sessions[ECO_FIT_MAX_SESSIONS][64];
+
+    eco_curve_form form;
+    eco_weighting weighting;
+    bool anchor_compat;   /* the anchor's fit: saturating, S >= 0, unweighted */
+    double A, S, nstar;   /* nstar unused (0) unless saturating */
+    double s_cap_pct;
+    char form_note[200];  /* why this form ("4 sizes: saturating LOO rmse 3.1 < loglinear 4.0") */
+
+    size_t n_anchors;
+    eco_anchor anchors[ECO_FIT_MAX_ANCHORS];
+    size_t n_excluded;
+    eco_excluded excluded[ECO_FIT_MAX_EXCLUDED];
+    size_t n_distinct_sizes;
+    double n_min_b, n_max_b;
+    double resid_sd_pct;  /* weighted residual SD with n - p degrees of freedom; NAN when n <= p */
+    double crossover_b;   /* ΔE = 0 inside [n_min_b, n_max_b], else NAN */
+    int crossover_dir;    /* -1: saves above it (falling curve), +1: costs above it (rising), 0: none */
+
+    /* leave-one-out: refit without anchor i (same form), error = prediction - measured */
+    size_t loo_n;
+    double loo_err_pct[ECO_FIT_MAX_ANCHORS];
+    double loo_median_abs_pct, loo_mae_pct; /* NAN when loo_n == 0 */
+
+    uint64_t seed;
+    size_t n_boot;
+    double boot[ECO_FIT_BOOT][3]; /* (A, S, nstar) of each bootstrap refit */
+} eco_curve;
+
+/* fp16 absolute energy per arch (for mJ/token), from the fp16 baselines of the fitted rows. */
+typedef struct {
+    double params_b, e_mj;        /* mean over the rows (distinct baselines) at this size */
+    double e_min_mj, e_max_mj;
+    int n_rows;
+    char gpus[96];
+} eco_fp16_point;
+
+typedef struct {
+    char arch[16];
+    char protocol[96];
+    size_t n_points;
+    eco_fp16_point points[ECO_FIT_MAX_FP16]; /* sorted by params_b, one per distinct size */
+} eco_fp16_baseline;
+
+typedef struct {
+    size_t n_curves;
+    eco_curve curves[ECO_FIT_MAX_CURVES];
+    size_t n_fp16;
+    eco_fp16_baseline fp16[8];
+    char dataset[160]; /* provenance, copied into curves.json */
+    size_t n_records;
+} eco_curve_set;
+
+typedef struct {
+    const char *arch;      /* NULL = every arch in the records */
+    int precision;         /* -1 = every precision, else eco_precision */
+    const char *protocol;  /* NULL = each (arch, precision)'s largest protocol group */
+    bool pool;             /* fit every protocol together and record pooled_protocols */
+    bool anchor_compat;    /* the anchor's unweighted S >= 0 saturating fit, for comparison */
+    eco_weighting weighting;
+    uint64_t seed;         /* 0 = ECO_FIT_DEFAULT_SEED */
+    size_t n_boot;         /* 0 = ECO_FIT_BOOT */
+} eco_fit_options;
+
+void eco_fit_options_default(eco_fit_options *o);
+
+/* Fits one curve from rows that already share (arch, precision) (protocol filtering is done here too).
+ * ECO_EINVAL when no usable row remains. */
+eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *opt, eco_curve *out);
+/* Groups `rows` by (arch, precision), fits each group, and fills fp16 baselines. set is overwritten. */
+eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt, eco_curve_set *set);
+
+/* Curve value (clamped at -s_cap) with the point parameters, or with bootstrap sample k. */
+double eco_curve_eval(const eco_curve *c, double params_b);
+double eco_curve_eval_params(eco_curve_form form, double A, double S, double nstar, double s_cap, double params_b);
+/* 95% band at params_b: bootstrap percentiles combined with 1.96 * resid SD (floor 2 points). */
+void eco_curve_band95(const eco_curve *c, double params_b, double *lo, double *hi);
+
+double eco_precision_s_cap_pct(eco_precision p);
+const char *eco_curve_form_name(eco_curve_form f);
+eco_err eco_curve_form_parse(const char *s, eco_curve_form *out);
+const char *eco_weighting_name(eco_weighting w);
+eco_err eco_weighting_parse(const char *s, eco_weighting *out);
+const char *eco_label_name(eco_label l);
+const char *eco_recommendation_name(eco_recommendation r);
+
+/* The arch whose curves stand in for `arch` when it has no data, and why; NULL when there is none. */
+const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak);
+
+const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p);
+const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch);
+
+/* ---- estimator ---- */
+#define ECO_EST_MAX_NOTES 10
+
+typedef struct {
+    const char *arch;         /* architecture class (eco_arch_from_gpu_name) */
+    eco_precision precision;  /* quantized precision */
+    double params_b;          /* > 0 */
+    const char *model;        /* optional model name: an anchor of the same name counts as measured */
+    int batch;                /* >= 1; ΔE is a batch-1 quantity, absolute energy is amortised */
+} eco_estimate_query;
+
+typedef struct {
+    double value_mj, lo_mj, hi_mj;
+    eco_label label;
+    const char *basis_note; /* static text */
+} eco_energy_value;
+
+typedef struct {
+    double delta_pct, lo_pct, hi_pct;
+    eco_label label;
+    int n;                       /* trials behind the answer (measured: at this size; else the curve's total) */
+    size_t n_anchors;            /* anchors used (measured: at this size; else the curve's) */
+    size_t anchor_idx[ECO_FIT_MAX_ANCHORS];
+    double cv_pct;               /* measured only: CV of the anchors' ΔE at this size; NAN otherwise */
+    const eco_curve *curve;
+    const char *arch_used;
+    const char *proxy_reason;    /* NULL unless estimated */
+    eco_recommendation recommendation;
+    double crossover_b;          /* NAN when none inside the measured range */
+    bool has_energy;             /* an fp16 baseline exists for arch_used */
+    eco_energy_value e_fp16, e_quant;
+    double batch_factor;         /* energy per token at `batch` / at batch 1 */
+    eco_label batch_label;
+    size_t n_notes;
+    char notes[ECO_EST_MAX_NOTES][240];
+} eco_estimate;
+
+/* ECO_EUNSUPPORTED (naming the precisions that have data) when neither the arch nor its proxy has a curve. */
+eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *out);
+
+/* fp16 energy per token at params_b, log-log between baseline points (power law outside). */
+eco_err eco_fp16_energy(const eco_fp16_baseline *b, double params_b, eco_energy_value *out);
+
+/* Energy per token at `batch` relative to batch 1, from the only measured batch sweep
+ * (A800, Mistral-7B, pure INT8, batch 1-64; log-log interpolation, flat beyond 64). */
+double eco_batch_energy_factor(int batch);
+
+/* ---- GPUs and optimizer ---- */
+typedef struct {
+    const char *name;      /* "RTX 4090" */
+    const char *arch;
+    double vram_gb, mem_bw_gbps, fp16_tflops; /* datasheet: dense fp16 tensor, fp32 accumulate */
+    const char *source;
+} eco_gpu_spec;
+
+size_t eco_gpu_count(void);
+const eco_gpu_spec *eco_gpu_at(size_t i);
+/* Card name (normalised match), else the arch's reference card. ECO_ENOTFOUND listing supported cards. */
+eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact);
+
+typedef enum { ECO_OBJ_ENERGY = 0, ECO_OBJ_LATENCY, ECO_OBJ_BALANCED } eco_objective;
+const char *eco_objective_name(eco_objective o);
+eco_err eco_objective_parse(const char *s, eco_objective *out);
+
+#define ECO_OPT_BATCHES 7 /* 1, 2, 4, ..., 64 */
+#define ECO_OPT_MAX_CANDIDATES (ECO_PREC_COUNT * ECO_OPT_BATCHES)
+
+typedef struct {
+    const eco_model_config *preset; /* optional: exact byte accounting */
+    double params_b;
+    const char *model;
+    const eco_gpu_spec *gpu;
+    int ctx;                 /* cached positions per sequence */
+    double max_vram_gb;      /* 0 = the card's VRAM */
+    double max_latency_ms;   /* per-token step time budget; 0 = none */
+    eco_objective objective;
+} eco_optimize_query;
+
+typedef struct {
+    eco_precision precision;
+    int batch;
+    double vram_gb, weights_gb, kv_gb;
+    double latency_ms, throughput_tok_s;
+    const char *bound;               /* "memory" | "compute" */
+    double delta_pct, delta_lo_pct, delta_hi_pct; /* 0 for fp16 */
+    eco_label delta_label;           /* measured for fp16 (it is the baseline) */
+    double energy_rel_fp16;          /* (1 + ΔE/100) * batch factor: relative to fp16 at batch 1 */
+    double energy_mj;                /* NAN when the arch has no fp16 baseline */
+    eco_label energy_label;          /* worst of ΔE, fp16 baseline and batch factor labels */
+    eco_label batch_label;           /* measured only for ampere int8 (the sweep's own config) */
+    bool feasible;
+    char reason[160];                /* why infeasible */
+    double violation;                /* summed relative budget excess (0 when feasible) */
+    double score;                    /* lower is better under the objective */
+} eco_candidate;
+
+typedef struct {
+    size_t n;
+    eco_candidate cand[ECO_OPT_MAX_CANDIDATES];
+    int best;                        /* index, -1 when nothing is feasible */
+    size_t n_alt;
+    int alt[3];
+    int closest_infeasible;          /* -1 when something is feasible */
+    size_t n_feasible;
+    bool energy_absolute;            /* false: relative to fp16 batch 1 only */
+    double vram_budget_gb;
+    size_t n_notes;
+    char notes[ECO_EST_MAX_NOTES][240];
+} eco_optimize_result;
+
+eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *out);
+
+#endif

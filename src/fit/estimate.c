@@ -1,0 +1,253 @@
+/* Estimator: picks the curve (own arch, else a documented proxy), labels the answer by the rules in fit.h,
+ * and adds absolute energy from the arch's fp16 baselines. Cheap: no fitting, one percentile over stored samples. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "eco/fit.h"
+
+#define SIZE_TOL 1e-6
+#define PROXY_SIGMA_PCT 10.0
+#define WEAK_PROXY_SIGMA_PCT 20.0
+#define FP16_LOG_SIGMA_FLOOR 0.05
+
+__attribute__((format(printf, 2, 3))) static void note(eco_estimate *e, const char *fmt, ...)
+{
+    if (e->n_notes >= ECO_EST_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->notes[e->n_notes++], sizeof e->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+/* ---- batch amortisation: the measured A800 sweep (Mistral-7B, pure INT8, 10 runs per batch), J per 1k tokens,
+ * from shared/reference/a800_batchsize_pure_int8_summary_20260215.csv (energy_per_1k_tokens_j mean) ---- */
+static const int sweep_batch[] = {1, 2, 4, 8, 16, 32, 64};
+static const double sweep_j1k[] = {6907.42, 3650.58, 1932.9, 1108.35, 802.23, 392.41, 296.44};
+
+double eco_batch_energy_factor(int batch)
+{
+    const size_t n = sizeof sweep_batch / sizeof sweep_batch[0];
+    if (batch <= 1) return 1.0;
+    if (batch >= sweep_batch[n - 1]) return sweep_j1k[n - 1] / sweep_j1k[0];
+    for (size_t i = 1; i < n; i++)
+        if (batch <= sweep_batch[i]) {
+            double t = (log(batch) - log(sweep_batch[i - 1])) / (log(sweep_batch[i]) - log(sweep_batch[i - 1]));
+            return exp(log(sweep_j1k[i - 1]) + t * (log(sweep_j1k[i]) - log(sweep_j1k[i - 1]))) / sweep_j1k[0];
+        }
+    return sweep_j1k[n - 1] / sweep_j1k[0];
+}
+
+/* ---- fp16 baseline ---- */
+
+eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!b || b->n_points == 0) return eco_fail(ECO_EUNSUPPORTED, "no fp16 baseline for this architecture");
+    const eco_fp16_point *p = b->points;
+    size_t n = b->n_points;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(p[i].params_b - N) <= SIZE_TOL * N) {
+            out->value_mj = p[i].e_mj; out->lo_mj = p[i].e_min_mj; out->hi_mj = p[i].e_max_mj;
+            out->label = ECO_LABEL_MEASURED;
+            out->basis_note = "fp16 baseline measured at this size (mean of the distinct baselines; range = min..max)";
+            return ECO_OK;
+        }
+    /* power law E = c N^k over all points: its residual gives the band, its slope the extrapolation */
+    double slope = 1.0, sig = FP16_LOG_SIGMA_FLOOR;
+    if (n >= 2) {
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (size_t i = 0; i < n; i++) {
+            double x = log(p[i].params_b), y = log(p[i].e_mj);
+            sx += x; sy += y; sxx += x * x; sxy += x * y;
+        }
+        double var = sxx - sx * sx / (double)n;
+        if (var > 1e-12) slope = (sxy - sx * sy / (double)n) / var;
+        double icpt = (sy - slope * sx) / (double)n, ss = 0;
+        for (size_t i = 0; i < n; i++) {
+            double r = log(p[i].e_mj) - (icpt + slope * log(p[i].params_b));
+            ss += r * r;
+        }
+        if (n > 2 && sqrt(ss / (double)(n - 2)) > sig) sig = sqrt(ss / (double)(n - 2));
+    }
+    double lv, d = 0;
+    if (N > p[0].params_b && N < p[n - 1].params_b) {
+        size_t i = 1;
+        while (p[i].params_b < N) i++;
+        double t = (log(N) - log(p[i - 1].params_b)) / (log(p[i].params_b) - log(p[i - 1].params_b));
+        lv = log(p[i - 1].e_mj) + t * (log(p[i].e_mj) - log(p[i - 1].e_mj));
+        out->label = ECO_LABEL_INTERPOLATED;
+        out->basis_note = "fp16 baseline interpolated on log-log between the neighbouring measured sizes";
+    } else {
+        const eco_fp16_point *end = N <= p[0].params_b ? &p[0] : &p[n - 1];
+        d = fabs(log(N / end->params_b));
+        lv = log(end->e_mj) + slope * (log(N) - log(end->params_b));
+        out->label = ECO_LABEL_EXTRAPOLATED;
+        out->basis_note = n >= 2 ? "fp16 baseline extrapolated from the nearest measured size with the fitted power-law slope"
+                                 : "fp16 baseline extrapolated from one measured size assuming energy proportional to size";
+    }
+    double s = sig * (1.0 + d); /* widen with log-distance outside the measured sizes */
+    out->value_mj = exp(lv);
+    out->lo_mj = exp(lv - 1.96 * s);
+    out->hi_mj = exp(lv + 1.96 * s);
+    return ECO_OK;
+}
+
+static eco_label worse(eco_label a, eco_label b) { return a > b ? a : b; }
+
+static void precisions_with_data(const eco_curve_set *set, const char *arch, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < set->n_curves && len + 1 < cap; i++)
+        if (!strcmp(set->curves[i].arch, arch))
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", eco_precision_name(set->curves[i].precision));
+    if (!len) snprintf(buf, cap, "none");
+}
+
+eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    e->cv_pct = NAN;
+    e->crossover_b = NAN;
+    if (!set) return eco_fail(ECO_ESTATE, "no curves loaded");
+    if (!q->arch || !eco_arch_is_known(q->arch))
+        return eco_fail_field(ECO_ENOTFOUND, "gpu", "unknown architecture '%s' (turing, ampere, ada, hopper, blackwell)",
+                              q->arch ? q->arch : "");
+    if (!(q->params_b > 0) || !isfinite(q->params_b))
+        return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be a positive finite number, got %g", q->params_b);
+    if (q->precision == ECO_PREC_FP16 || (unsigned)q->precision >= ECO_PREC_COUNT)
+        return eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline)");
+    if (q->batch < 1) return eco_fail_field(ECO_EINVAL, "batch", "batch must be >= 1, got %d", q->batch);
+
+    const double N = q->params_b;
+    const eco_curve *c = eco_curve_set_find(set, q->arch, q->precision);
+    bool proxy = false, weak = false;
+    if (!c) {
+        const char *reason = NULL;
+        const char *pa = eco_arch_proxy(q->arch, &reason, &weak);
+        c = pa ? eco_curve_set_find(set, pa, q->precision) : NULL;
+        if (!c) {
+            char own[128], other[128];
+            precisions_with_data(set, q->arch, own, sizeof own);
+            if (pa) precisions_with_data(set, pa, other, sizeof other);
+            if (pa)
+                return eco_fail_field(ECO_EUNSUPPORTED, "precision",
+                                      "no data for %s on %s nor on its proxy %s; precisions with data on %s: %s; on %s: %s",
+                                      eco_precision_name(q->precision), q->arch, pa, q->arch, own, pa, other);
+            return eco_fail_field(ECO_EUNSUPPORTED, "precision", "no data for %s on %s; precisions with data: %s",
+                                  eco_precision_name(q->precision), q->arch, own);
+        }
+        proxy = true;
+        e->proxy_reason = reason;
+    }
+    e->curve = c;
+    e->arch_used = c->arch;
+    e->crossover_b = c->crossover_b;
+    double sig_curve = isfinite(c->resid_sd_pct) && c->resid_sd_pct > 2.0 ? c->resid_sd_pct : 2.0;
+
+    /* measured: anchors at this size, or of the same model */
+    size_t hits = 0;
+    if (!proxy)
+        for (size_t i = 0; i < c->n_anchors; i++) {
+            const eco_anchor *a = &c->anchors[i];
+            bool same = fabs(a->params_b - N) <= SIZE_TOL * a->params_b || (q->model && *q->model && !strcasecmp(q->model, a->model));
+            if (same) e->anchor_idx[hits++] = i;
+        }
+    if (hits) {
+        double sw = 0, s = 0, mn = INFINITY, mx = -INFINITY, cv = 0, var = 0;
+        int ntr = 0, ncv = 0, nsd = 0, single = 0;
+        for (size_t k = 0; k < hits; k++) {
+            const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
+            sw += a->n_trials; s += a->n_trials * a->delta_pct; ntr += a->n_trials;
+            if (a->delta_pct < mn) mn = a->delta_pct;
+            if (a->delta_pct > mx) mx = a->delta_pct;
+            if (isfinite(a->cv_pct)) { cv += a->cv_pct; ncv++; }
+            if (isfinite(a->sd_pct)) { var += a->n_trials * a->sd_pct * a->sd_pct; nsd++; }
+            if (a->n_trials < 2) single++;
+        }
+        e->label = ECO_LABEL_MEASURED;
+        e->delta_pct = s / sw;
+        e->n = ntr;
+        e->n_anchors = hits;
+        e->cv_pct = ncv ? cv / ncv : NAN;
+        /* trial SDs known for every anchor: SE of the mean; otherwise the curve's residual SD stands in for the
+         * between-session scatter a single trial cannot show */
+        double sig = (size_t)nsd == hits ? sqrt(var / ntr) / sqrt((double)ntr) : sig_curve;
+        if (sig < 1.0) sig = 1.0;
+        e->lo_pct = mn - 1.96 * sig;
+        e->hi_pct = mx + 1.96 * sig;
+        if (hits > 1) note(e, "%zu measurements at this size (%.1f to %.1f points); the value is their trial-weighted mean", hits, mn, mx);
+        if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
+    } else {
+        double lo, hi;
+        eco_curve_band95(c, N, &lo, &hi);
+        e->delta_pct = eco_curve_eval(c, N);
+        e->lo_pct = lo; e->hi_pct = hi;
+        e->n_anchors = c->n_anchors;
+        for (size_t i = 0; i < c->n_anchors; i++) { e->anchor_idx[i] = i; e->n += c->anchors[i].n_trials; }
+        double d = 0;
+        if (N < c->n_min_b) d = log(c->n_min_b / N);
+        else if (N > c->n_max_b) d = log(N / c->n_max_b);
+        double extra = 0;
+        if (d > 0) {
+            double sx = 1.2 * (sig_curve + 4.0) * d;
+            extra += sx * sx;
+            note(e, "%.3gB is outside the measured range %.3g-%.3gB of %s/%s (log-distance %.2f): the range is widened",
+                 N, c->n_min_b, c->n_max_b, c->arch, eco_precision_name(c->precision), d);
+        }
+        if (proxy) {
+            double sp = weak ? WEAK_PROXY_SIGMA_PCT : PROXY_SIGMA_PCT;
+            extra += sp * sp;
+            note(e, "estimated from the %s curve: %s (extra %.0f-point uncertainty)", c->arch, e->proxy_reason, sp);
+            e->label = ECO_LABEL_ESTIMATED;
+        } else {
+            e->label = d > 0 ? ECO_LABEL_EXTRAPOLATED : ECO_LABEL_INTERPOLATED;
+        }
+        if (extra > 0) {
+            double hl = e->delta_pct - lo, hh = hi - e->delta_pct;
+            e->lo_pct = e->delta_pct - sqrt(hl * hl + 1.96 * 1.96 * extra);
+            e->hi_pct = e->delta_pct + sqrt(hh * hh + 1.96 * 1.96 * extra);
+        }
+    }
+    if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;
+    if (e->delta_pct < -c->s_cap_pct) e->delta_pct = -c->s_cap_pct;
+    e->recommendation = e->hi_pct < 0 ? ECO_REC_QUANTIZE : e->lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : ECO_REC_DEPENDS;
+
+    if (c->n_pooled) note(e, "curve pools %zu measurement protocols (explicit pool option)", c->n_pooled);
+    else note(e, "curve fitted on protocol %s only (%zu rows left out)", c->protocol, c->n_excluded);
+    if (c->form != ECO_FORM_SATURATING) note(e, "curve form: %s", c->form_note);
+    if (!isfinite(c->crossover_b)) note(e, "no crossover (ΔE = 0) inside the measured range");
+    if (q->precision == ECO_PREC_INT8_MIXED)
+        note(e, "int8-mixed is bitsandbytes LLM.int8() (threshold 6.0); its penalty varied 2x between sessions on one card");
+
+    /* absolute energy: only from this arch's own fp16 baseline (another card's J/token would be a different number) */
+    e->batch_factor = eco_batch_energy_factor(q->batch);
+    e->batch_label = q->batch == 1 ? ECO_LABEL_MEASURED : ECO_LABEL_ESTIMATED;
+    if (q->batch > 1) {
+        if (!strcmp(q->arch, "ampere") && q->precision == ECO_PREC_INT8 && fabs(N - 7.0) < 0.5) e->batch_label = ECO_LABEL_MEASURED;
+        note(e, "ΔE is a batch-1 measurement; absolute energy at batch %d uses the measured A800 Mistral-7B pure-INT8 "
+                "batch sweep (factor %.3f)%s; NF4's penalty has been seen to grow with batch",
+             q->batch, e->batch_factor, e->batch_label == ECO_LABEL_MEASURED ? "" : ", borrowed for this arch/precision/size");
+    }
+    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
+    if (fb && eco_fp16_energy(fb, N, &e->e_fp16) == ECO_OK) {
+        e->has_energy = true;
+        double f = e->batch_factor;
+        e->e_fp16.value_mj *= f; e->e_fp16.lo_mj *= f; e->e_fp16.hi_mj *= f;
+        if (q->batch > 1) e->e_fp16.label = worse(e->e_fp16.label, e->batch_label);
+        e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
+        e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
+        e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100);
+        e->e_quant.label = worse(e->e_fp16.label, e->label);
+        e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
+        if (strcmp(fb->protocol, c->protocol) && !c->n_pooled)
+            note(e, "absolute energy uses fp16 baselines of protocol %s", fb->protocol);
+    } else {
+        eco_clear_error();
+        note(e, "no fp16 baseline measured on %s: absolute energy per token is not given", q->arch);
+    }
+    return ECO_OK;
+}

@@ -1,0 +1,279 @@
+/* GPU hardware table and the precision x batch optimizer. Every candidate field carries its basis: ΔE from the
+ * estimator's label, VRAM and latency "modelled" (byte accounting and a bandwidth/compute roofline). */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eco/fit.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define BW_EFFICIENCY 0.70      /* achievable fraction of datasheet bandwidth */
+#define COMPUTE_EFFICIENCY 0.30 /* achievable fraction of dense fp16 tensor throughput in decode */
+#define OVERHEAD_GIB 0.8        /* CUDA context, allocator slack, activations at small batch */
+#define OVERHEAD_FRAC 0.05
+
+static const eco_gpu_spec gpus[] = {
+    {"T4", "turing", 16, 320, 65, "NVIDIA T4 datasheet"},
+    {"A10", "ampere", 24, 600, 125, "NVIDIA A10 datasheet"},
+    {"RTX 3090", "ampere", 24, 936, 71, "NVIDIA Ampere GA102 whitepaper (fp32 accumulate)"},
+    {"A100 40GB", "ampere", 40, 1555, 312, "NVIDIA A100 datasheet"},
+    {"A100 80GB", "ampere", 80, 2039, 312, "NVIDIA A100 80GB SXM datasheet"},
+    {"A800", "ampere", 80, 2039, 312, "NVIDIA A800 80GB SXM datasheet"},
+    {"RTX 4090", "ada", 24, 1008, 165, "NVIDIA Ada whitepaper (fp32 accumulate)"},
+    {"RTX 4090D", "ada", 24, 1008, 147, "RTX 4090 figures scaled by SM count (114/128)"},
+    {"L4", "ada", 24, 300, 121, "NVIDIA L4 datasheet"},
+    {"L40S", "ada", 48, 864, 362, "NVIDIA L40S datasheet"},
+    {"H100 PCIe", "hopper", 80, 2000, 756, "NVIDIA H100 datasheet"},
+    {"H100 SXM", "hopper", 80, 3350, 989, "NVIDIA H100 datasheet"},
+    {"H200", "hopper", 141, 4800, 989, "NVIDIA H200 datasheet"},
+    {"RTX 5090", "blackwell", 32, 1792, 209, "NVIDIA Blackwell GB202 whitepaper (fp32 accumulate)"},
+};
+static const struct { const char *alias; size_t idx; } gpu_alias[] = {
+    {"t4", 0},         {"teslat4", 0},   {"a10", 1},        {"a10g", 1},       {"rtx3090", 2},   {"3090", 2},
+    {"a10040gb", 3},   {"a100pcie40gb", 3}, {"a100sxm440gb", 3}, {"a100", 4},   {"a10080gb", 4},  {"a100sxm480gb", 4},
+    {"a800", 5},       {"a80080gb", 5},  {"a800sxm480gb", 5}, {"rtx4090", 6},   {"4090", 6},      {"rtx4090d", 7},
+    {"4090d", 7},      {"l4", 8},        {"l40s", 9},       {"h100pcie", 10},  {"h100", 11},     {"h100sxm", 11},
+    {"h100sxm580gb", 11}, {"h200", 12},  {"h200sxm", 12},   {"h200nvl", 12},   {"rtx5090", 13},  {"5090", 13},
+};
+static const struct { const char *arch; size_t idx; } arch_ref[] = {
+    {"turing", 0}, {"ampere", 4}, {"ada", 6}, {"hopper", 11}, {"blackwell", 13},
+};
+
+size_t eco_gpu_count(void) { return sizeof gpus / sizeof gpus[0]; }
+const eco_gpu_spec *eco_gpu_at(size_t i) { return i < eco_gpu_count() ? &gpus[i] : NULL; }
+
+static void normalise(const char *in, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] && j + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        if (isalnum(ch)) out[j++] = (char)tolower(ch);
+    }
+    out[j] = '\0';
+    static const char *const vendor[] = {"nvidia", "geforce", "tesla"};
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t v = 0; v < 3; v++) {
+            size_t l = strlen(vendor[v]);
+            if (!strncmp(out, vendor[v], l) && out[l]) { memmove(out, out + l, strlen(out + l) + 1); again = 1; }
+        }
+    }
+}
+
+eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
+{
+    char n[128];
+    if (!name || !*name) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is empty");
+    normalise(name, n, sizeof n);
+    if (exact) *exact = true;
+    for (size_t i = 0; i < sizeof gpu_alias / sizeof gpu_alias[0]; i++)
+        if (!strcmp(n, gpu_alias[i].alias)) { *out = &gpus[gpu_alias[i].idx]; return ECO_OK; }
+    /* longest alias that prefixes the name ("a100sxm4" -> a100, not a10) */
+    size_t best = SIZE_MAX, blen = 0;
+    for (size_t i = 0; i < sizeof gpu_alias / sizeof gpu_alias[0]; i++) {
+        size_t l = strlen(gpu_alias[i].alias);
+        if (l > blen && !strncmp(n, gpu_alias[i].alias, l) && (!isdigit((unsigned char)n[l]) || !isdigit((unsigned char)n[l - 1]))) {
+            best = i; blen = l;
+        }
+    }
+    if (best != SIZE_MAX) { *out = &gpus[gpu_alias[best].idx]; return ECO_OK; }
+    const char *arch;
+    if (eco_arch_from_gpu_name(name, &arch) == ECO_OK) {
+        for (size_t i = 0; i < sizeof arch_ref / sizeof arch_ref[0]; i++)
+            if (!strcmp(arch_ref[i].arch, arch)) {
+                *out = &gpus[arch_ref[i].idx];
+                if (exact) *exact = false;
+                return ECO_OK;
+            }
+    }
+    char list[512];
+    size_t len = 0;
+    for (size_t i = 0; i < eco_gpu_count(); i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", gpus[i].name);
+    return eco_fail_field(ECO_ENOTFOUND, "gpu",
+                          "unknown GPU '%s'; supported cards: %s; or an architecture: turing, ampere, ada, hopper, blackwell",
+                          name, list);
+}
+
+const char *eco_objective_name(eco_objective o)
+{
+    return o == ECO_OBJ_ENERGY ? "energy" : o == ECO_OBJ_LATENCY ? "latency" : "balanced";
+}
+
+eco_err eco_objective_parse(const char *s, eco_objective *out)
+{
+    for (int o = 0; o <= ECO_OBJ_BALANCED; o++)
+        if (s && !strcmp(s, eco_objective_name((eco_objective)o))) { *out = (eco_objective)o; return ECO_OK; }
+    return eco_fail_field(ECO_EINVAL, "objective", "unknown objective '%s' (energy, latency, balanced)", s ? s : "");
+}
+
+__attribute__((format(printf, 2, 3))) static void onote(eco_optimize_result *r, const char *fmt, ...)
+{
+    if (r->n_notes >= ECO_EST_MAX_NOTES) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+/* KV bytes per cached position per billion parameters: median over the presets (used without a preset). */
+static double kv_bytes_per_pos_per_b(void)
+{
+    double v[32];
+    size_t n = 0;
+    for (size_t i = 0; i < eco_preset_count() && n < 32; i++) {
+        const eco_model_config *c = eco_preset_at(i);
+        v[n++] = (double)eco_model_kv_bytes_per_position(c) / ((double)eco_model_param_count(c) / 1e9);
+    }
+    for (size_t i = 1; i < n; i++) { /* insertion sort, then median */
+        double t = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > t) { v[j] = v[j - 1]; j--; }
+        v[j] = t;
+    }
+    return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
+}
+
+static int cmp_cand(const eco_candidate *a, const eco_candidate *b)
+{
+    if (a->score != b->score) return a->score < b->score ? -1 : 1;
+    double ea = isfinite(a->energy_mj) ? a->energy_mj : a->energy_rel_fp16, eb = isfinite(b->energy_mj) ? b->energy_mj : b->energy_rel_fp16;
+    if (ea != eb) return ea < eb ? -1 : 1;
+    if (a->vram_gb != b->vram_gb) return a->vram_gb < b->vram_gb ? -1 : 1;
+    if (a->latency_ms != b->latency_ms) return a->latency_ms < b->latency_ms ? -1 : 1;
+    if (a->precision != b->precision) return a->precision < b->precision ? -1 : 1;
+    return (a->batch > b->batch) - (a->batch < b->batch);
+}
+
+eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->best = r->closest_infeasible = -1;
+    if (!q->gpu) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is required");
+    double N = q->preset ? (double)eco_model_param_count(q->preset) / 1e9 : q->params_b;
+    if (!(N > 0) || !isfinite(N)) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be a positive finite number");
+    if (q->ctx < 1) return eco_fail_field(ECO_EINVAL, "ctx", "ctx must be >= 1, got %d", q->ctx);
+    if (q->max_vram_gb < 0 || !isfinite(q->max_vram_gb)) return eco_fail_field(ECO_EINVAL, "max_vram_gb", "max_vram_gb must be >= 0");
+    if (q->max_latency_ms < 0 || !isfinite(q->max_latency_ms)) return eco_fail_field(ECO_EINVAL, "max_latency_ms", "max_latency_ms must be >= 0");
+    const char *arch = q->gpu->arch;
+
+    r->vram_budget_gb = q->max_vram_gb > 0 ? q->max_vram_gb : q->gpu->vram_gb;
+    if (r->vram_budget_gb > q->gpu->vram_gb) {
+        onote(r, "max_vram_gb %.1f exceeds the %s's %.0f GB: the card's memory is the budget", q->max_vram_gb, q->gpu->name, q->gpu->vram_gb);
+        r->vram_budget_gb = q->gpu->vram_gb;
+    }
+    eco_energy_value fp16e;
+    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
+    r->energy_absolute = fb && eco_fp16_energy(fb, N, &fp16e) == ECO_OK;
+    eco_clear_error();
+    if (!r->energy_absolute) onote(r, "no fp16 baseline on %s: energy is relative to fp16 at batch 1 only", arch);
+
+    double kv_pos = q->preset ? (double)eco_model_kv_bytes_per_position(q->preset) : kv_bytes_per_pos_per_b() * N;
+    if (!q->preset) onote(r, "no model preset: weights from params x bits, KV cache from the presets' median KV bytes per parameter");
+    onote(r, "latency is a roofline (%.0f%% of datasheet bandwidth, %.0f%% of fp16 tensor throughput, no dequantization or "
+             "kernel-launch cost): HF eager bitsandbytes decode measured 4-5x slower", BW_EFFICIENCY * 100, COMPUTE_EFFICIENCY * 100);
+    onote(r, "energy vs batch: the measured A800 Mistral-7B pure-INT8 sweep (batch 1-64), borrowed for other precisions and archs");
+
+    static const int batches[ECO_OPT_BATCHES] = {1, 2, 4, 8, 16, 32, 64};
+    for (int p = 0; p < ECO_PREC_COUNT; p++) {
+        eco_estimate est;
+        double dpct = 0, dlo = 0, dhi = 0;
+        eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
+        if (p != ECO_PREC_FP16) {
+            eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1};
+            if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
+            dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
+        }
+        double wbytes = q->preset ? (double)eco_model_weight_bytes(q->preset, (eco_precision)p, false)
+                                  : N * 1e9 * eco_precision_bits_per_weight((eco_precision)p) / 8.0;
+        double rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, (eco_precision)p, 0, false) : wbytes;
+        for (int bi = 0; bi < ECO_OPT_BATCHES; bi++) {
+            eco_candidate *c = &r->cand[r->n++];
+            memset(c, 0, sizeof *c);
+            int b = batches[bi];
+            c->precision = (eco_precision)p;
+            c->batch = b;
+            double kv = kv_pos * (double)q->ctx * b;
+            c->weights_gb = wbytes / GIB;
+            c->kv_gb = kv / GIB;
+            c->vram_gb = c->weights_gb + c->kv_gb + OVERHEAD_GIB + OVERHEAD_FRAC * c->weights_gb;
+            double t_mem = (rbytes + kv) / (q->gpu->mem_bw_gbps * 1e9 * BW_EFFICIENCY);
+            double t_cmp = b * 2.0 * N * 1e9 / (q->gpu->fp16_tflops * 1e12 * COMPUTE_EFFICIENCY);
+            double t = t_mem > t_cmp ? t_mem : t_cmp;
+            c->bound = t_mem >= t_cmp ? "memory" : "compute";
+            c->latency_ms = t * 1e3;
+            c->throughput_tok_s = b / t;
+            c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
+            double f = eco_batch_energy_factor(b);
+            c->batch_label = b == 1 ? ECO_LABEL_MEASURED
+                             : (!strcmp(arch, "ampere") && p == ECO_PREC_INT8 && fabs(N - 7.0) < 0.5) ? ECO_LABEL_MEASURED
+                                                                                                       : ECO_LABEL_ESTIMATED;
+            c->energy_rel_fp16 = (1 + dpct / 100) * f;
+            c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
+            c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;
+            if (r->energy_absolute && fp16e.label > c->energy_label) c->energy_label = fp16e.label;
+            c->feasible = true;
+            size_t len = 0;
+            if (c->vram_gb > r->vram_budget_gb) {
+                c->feasible = false;
+                c->violation += c->vram_gb / r->vram_budget_gb - 1;
+                len += (size_t)snprintf(c->reason + len, sizeof c->reason - len, "needs %.1f GB > VRAM budget %.1f GB",
+                                        c->vram_gb, r->vram_budget_gb);
+            }
+            if (q->max_latency_ms > 0 && c->latency_ms > q->max_latency_ms) {
+                c->feasible = false;
+                c->violation += c->latency_ms / q->max_latency_ms - 1;
+                snprintf(c->reason + len, sizeof c->reason - len, "%slatency %.1f ms > %.1f ms", len ? "; " : "",
+                         c->latency_ms, q->max_latency_ms);
+            }
+        }
+    }
+    if (r->n == 0) return eco_fail(ECO_EUNSUPPORTED, "no candidate configurations for %s", arch);
+
+    double emin = INFINITY, lmin = INFINITY;
+    for (size_t i = 0; i < r->n; i++) {
+        double e = r->energy_absolute ? r->cand[i].energy_mj : r->cand[i].energy_rel_fp16;
+        if (e < emin) emin = e;
+        if (r->cand[i].latency_ms < lmin) lmin = r->cand[i].latency_ms;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        eco_candidate *c = &r->cand[i];
+        double e = r->energy_absolute ? c->energy_mj : c->energy_rel_fp16;
+        c->score = q->objective == ECO_OBJ_ENERGY ? e : q->objective == ECO_OBJ_LATENCY ? c->latency_ms
+                                                                                          : sqrt((e / emin) * (c->latency_ms / lmin));
+        if (c->feasible) {
+            r->n_feasible++;
+            if (r->best < 0 || cmp_cand(c, &r->cand[r->best]) < 0) r->best = (int)i;
+        } else if (r->closest_infeasible < 0 || c->violation < r->cand[r->closest_infeasible].violation) {
+            r->closest_infeasible = (int)i;
+        }
+    }
+    if (r->best >= 0) {
+        r->closest_infeasible = -1;
+        /* alternatives: the best config of each other precision first (more informative than batch neighbours),
+         * then the next best configs */
+        bool used[ECO_OPT_MAX_CANDIDATES] = {false};
+        used[r->best] = true;
+        for (int pass = 0; pass < 2 && r->n_alt < 3; pass++) {
+            for (;;) {
+                int pick = -1;
+                for (size_t i = 0; i < r->n; i++) {
+                    if (used[i] || !r->cand[i].feasible) continue;
+                    if (pass == 0) {
+                        bool seen = r->cand[i].precision == r->cand[r->best].precision;
+                        for (size_t a = 0; a < r->n_alt && !seen; a++) seen = r->cand[r->alt[a]].precision == r->cand[i].precision;
+                        if (seen) continue;
+                    }
+                    if (pick < 0 || cmp_cand(&r->cand[i], &r->cand[pick]) < 0) pick = (int)i;
+                }
+                if (pick < 0 || r->n_alt >= 3) break;
+                used[pick] = true;
+                r->alt[r->n_alt++] = pick;
+            }
+        }
+    }
+    return ECO_OK;
+}
