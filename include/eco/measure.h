@@ -1,0 +1,102 @@
+/* The measurement protocol: meter self-test, idle baseline before and after, warm-ups, configurations
+ * interleaved in a seeded random order per block, windows of >= min_window_s of back-to-back generations
+ * read with the energy counter after a sync, prefill measured separately and excluded from decode energy,
+ * statistics per configuration and paired ΔE% vs fp16. The workload is a callback, so the protocol is the
+ * same for the CPU backend, the CUDA backend and the test doubles. */
+#ifndef ECO_MEASURE_H
+#define ECO_MEASURE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eco/err.h"
+#include "eco/power.h"
+#include "eco/quant.h"
+
+#define ECO_MEASURE_MAX_CONFIGS 8
+#define ECO_PROTOCOL_VERSION "eco-measure/1"
+
+/* What one generation did; timings are wall seconds measured after a device sync. */
+typedef struct {
+    double prefill_s, decode_s;
+    int prompt_tokens, generated_tokens;
+} eco_generation;
+
+typedef struct {
+    void *ctx;
+    /* Runs one complete generation for configuration `config` (prefill + exactly `tokens` greedy decode steps,
+     * EOS ignored) and returns after the device is synchronised. tokens == 0 means prefill only. */
+    eco_err (*generate)(void *ctx, int config, int tokens, eco_generation *out);
+    /* Optional: same-run quality of `config` against config 0 (fp16): KL, top-1 agreement, perplexity. */
+    eco_err (*quality)(void *ctx, int config, json_t **out);
+} eco_workload;
+
+typedef struct {
+    int n_configs;
+    eco_precision precisions[ECO_MEASURE_MAX_CONFIGS]; /* precisions[0] must be fp16: the baseline */
+    int tokens;            /* generated tokens per generation (256) */
+    int iterations;        /* measured blocks; each block has one window per configuration (10) */
+    int warmups;           /* warm-up generations per configuration (2) */
+    double min_window_s;   /* >= 10 s on a GPU; tests use less */
+    double idle_s;         /* idle baseline length before and after (5 s) */
+    uint64_t seed;         /* block order and bootstrap */
+    unsigned sampler_period_ms; /* 10 */
+    bool quiet;            /* no progress line on stderr */
+} eco_measure_options;
+
+void eco_measure_options_default(eco_measure_options *o);
+
+/* Per-window record. energy is NAN when no meter exists. */
+typedef struct {
+    int block, order, config;
+    int generations;
+    long tokens;
+    double t0_s, t1_s, decode_s, prefill_s;
+    double energy_j;           /* counter delta over the window, less the edge tail */
+    double tail_j;             /* energy between the end of the work and the counter update that closed the window */
+    double prefill_energy_j;   /* estimated from this block's prefill-only window of the config */
+    double decode_mj_per_token_gross, decode_mj_per_token_net, e2e_mj_per_token_gross;
+    double mean_power_w, instant_trapz_j, counter_vs_instant_ratio;
+    int temp_start_c, temp_end_c;
+    uint64_t clock_event_reasons;
+} eco_window;
+
+typedef struct eco_measurement eco_measurement;
+
+/* Runs the protocol. `meter` may be NULL (no energy meter: every energy is null with a reason, and the
+ * run still measures time, tokens/s and quality). `on_progress` prints a line per window unless quiet. */
+eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml *meter, eco_measurement **out);
+void eco_measurement_free(eco_measurement *m);
+
+size_t eco_measurement_window_count(const eco_measurement *m);
+const eco_window *eco_measurement_windows(const eco_measurement *m);
+
+/* Summary per configuration (index as in options). NAN energies without a meter. */
+typedef struct {
+    eco_precision precision;
+    int n;                         /* windows */
+    double mj_per_token_gross, mj_per_token_net, e2e_mj_per_token_gross;
+    double sd_mj, cv_pct, ci95_lo_mj, ci95_hi_mj;
+    double tokens_per_s, mean_power_w;
+    double delta_pct, delta_ci95_lo, delta_ci95_hi; /* paired by block vs config 0; NAN for config 0 */
+} eco_config_summary;
+eco_err eco_measurement_summary(const eco_measurement *m, int config, eco_config_summary *out);
+
+/* Meter self-test (idle check + counter cadence, and the windows' counter/instant agreement afterwards):
+ * "measured", "unverified" or "failed"; "unavailable" without a meter. */
+const char *eco_measurement_basis(const eco_measurement *m);
+double eco_measurement_idle_before_w(const eco_measurement *m);
+double eco_measurement_idle_after_w(const eco_measurement *m);
+/* The self-test and windows as JSON (for energy.json), new reference. */
+json_t *eco_measurement_meter_json(const eco_measurement *m);
+json_t *eco_measurement_windows_json(const eco_measurement *m);
+json_t *eco_measurement_quality_json(const eco_measurement *m, int config); /* borrowed; NULL if none */
+
+/* Environment card pieces (recorded, never changed). */
+json_t *eco_env_gpu_json(const eco_gpu_card *card, const char *arch);
+json_t *eco_env_host_json(void);
+json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runtime);
+
+#endif

@@ -1,0 +1,152 @@
+/* The measurement protocol end to end with a timed fake workload and the fake libnvidia-ml:
+ * window energy from the counter, prefill exclusion, idle subtraction, paired ΔE%, basis, no-meter path. */
+#include <string.h>
+#include <time.h>
+
+#include "eco_test.h"
+#include "eco/measure.h"
+
+typedef struct {
+    double decode_s_per_token[2];
+    double prefill_s;
+    int calls[2];
+} fake_work;
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static eco_err fake_generate(void *ctx, int config, int tokens, eco_generation *out)
+{
+    fake_work *w = ctx;
+    w->calls[config]++;
+    sleep_s(w->prefill_s);
+    sleep_s(w->decode_s_per_token[config] * tokens);
+    out->prefill_s = w->prefill_s;
+    out->decode_s = w->decode_s_per_token[config] * tokens;
+    out->prompt_tokens = 8;
+    out->generated_tokens = tokens;
+    return ECO_OK;
+}
+
+static void small_options(eco_measure_options *o)
+{
+    eco_measure_options_default(o);
+    o->n_configs = 2;
+    o->precisions[1] = ECO_PREC_NF4;
+    o->tokens = 64;
+    o->iterations = 3;
+    o->warmups = 1;
+    o->min_window_s = 0.4;
+    o->idle_s = 0.3;
+    o->quiet = true;
+}
+
+static void test_protocol_with_fake_meter(void **state)
+{
+    (void)state;
+    char lib[1024];
+    const char *bin = getenv("ECO_BINARY_DIR");
+    snprintf(lib, sizeof lib, "%s/tests/libfake_nvml.so", bin ? bin : ".");
+    setenv("ECO_NVML_LIBRARY", lib, 1);
+    setenv("ECO_FAKE_NVML_POWER", "const:200", 1);
+    eco_nvml *meter = NULL;
+    assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+
+    /* fp16 takes 2 ms per token, nf4 1 ms: at constant power, decode energy per token halves (-50%). */
+    fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    assert_string_equal(eco_measurement_basis(m), "measured");
+    assert_int_equal(eco_measurement_window_count(m), 6);
+    assert_near(eco_measurement_idle_before_w(m), 200.0, 2.0);
+
+    eco_config_summary s0, s1;
+    assert_int_equal(eco_measurement_summary(m, 0, &s0), ECO_OK);
+    assert_int_equal(eco_measurement_summary(m, 1, &s1), ECO_OK);
+    assert_int_equal(s0.n, 3);
+    /* 200 W x 2 ms = 400 mJ per fp16 token; the prefill is excluded, so no 4 ms / 64 tokens bias (+6%). */
+    assert_near(s0.mj_per_token_gross, 400.0, 400.0 * 0.04);
+    assert_near(s1.mj_per_token_gross, 200.0, 200.0 * 0.05);
+    assert_near(s0.mj_per_token_net, 0.0, 20.0); /* constant power: nothing above idle */
+    assert_near(s1.delta_pct, -50.0, 3.0);
+    assert_true(s1.delta_ci95_lo <= s1.delta_pct && s1.delta_pct <= s1.delta_ci95_hi);
+    assert_true(isnan(s0.delta_pct));
+    assert_true(s0.e2e_mj_per_token_gross > s0.mj_per_token_gross); /* end to end includes prefill */
+    assert_near(s0.tokens_per_s, 500.0, 5.0);
+
+    /* Windows are interleaved: each block holds both configurations once. */
+    const eco_window *win = eco_measurement_windows(m);
+    for (int b = 0; b < 3; b++) {
+        int seen = 0;
+        for (size_t i = 0; i < 6; i++)
+            if (win[i].block == b) seen |= 1 << win[i].config;
+        assert_int_equal(seen, 3);
+    }
+    json_t *meter_json = eco_measurement_meter_json(m);
+    assert_string_equal(json_string_value(json_object_get(meter_json, "basis")), "measured");
+    json_t *st = json_object_get(meter_json, "self_test");
+    assert_true(json_is_true(json_object_get(st, "cadence_check_passed")));
+    assert_near(json_real_value(json_object_get(st, "counter_update_median_ms")), 100.0, 15.0);
+    json_decref(meter_json);
+    eco_measurement_free(m);
+    eco_nvml_close(meter);
+}
+
+static void test_no_meter_marks_energy_unavailable(void **state)
+{
+    (void)state;
+    fake_work w = {.decode_s_per_token = {0.001, 0.0005}, .prefill_s = 0.001};
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    o.min_window_s = 0.1;
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, NULL, &m), ECO_OK);
+    assert_string_equal(eco_measurement_basis(m), "unavailable");
+    eco_config_summary s1;
+    assert_int_equal(eco_measurement_summary(m, 1, &s1), ECO_OK);
+    assert_true(isnan(s1.mj_per_token_gross));
+    assert_true(isnan(s1.delta_pct));
+    assert_near(s1.tokens_per_s, 2000.0, 100.0);
+    json_t *wj = eco_measurement_windows_json(m);
+    assert_true(json_is_null(json_object_get(json_array_get(wj, 0), "energy_j")));
+    json_decref(wj);
+    eco_measurement_free(m);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    fake_work w = {.decode_s_per_token = {0.001, 0.001}};
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    o.precisions[0] = ECO_PREC_NF4;
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, NULL, &m), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "precisions");
+    small_options(&o);
+    o.precisions[1] = ECO_PREC_FP16;
+    assert_int_equal(eco_measure_run(&o, &wl, NULL, &m), ECO_EINVAL);
+    small_options(&o);
+    o.tokens = 0;
+    assert_int_equal(eco_measure_run(&o, &wl, NULL, &m), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "tokens");
+    assert_null(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_protocol_with_fake_meter),
+        cmocka_unit_test(test_no_meter_marks_energy_unavailable),
+        cmocka_unit_test(test_bad_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
