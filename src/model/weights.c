@@ -1,0 +1,541 @@
+/* Logical decoder tensors from a checkpoint (safetensors, sharded or not) or from a seed (synthetic). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "eco/model.h"
+#include "eco/quant.h"
+#include "eco/stats.h"
+
+#define MAX_SHARDS 256
+
+static const char *const kind_names[ECO_W_COUNT] = {
+    "embed_tokens", "input_layernorm", "q_proj", "k_proj", "v_proj", "q_proj.bias", "k_proj.bias", "v_proj.bias",
+    "o_proj", "post_attention_layernorm", "gate_proj", "up_proj", "down_proj", "norm", "lm_head",
+};
+
+const char *eco_weight_kind_name(eco_weight_kind k) { return (unsigned)k < ECO_W_COUNT ? kind_names[k] : "?"; }
+
+bool eco_weight_per_layer(eco_weight_kind k)
+{
+    return k != ECO_W_EMBED && k != ECO_W_FINAL_NORM && k != ECO_W_LM_HEAD;
+}
+
+bool eco_weight_present(const eco_model_config *c, eco_weight_kind k)
+{
+    if (k == ECO_W_Q_BIAS || k == ECO_W_K_BIAS || k == ECO_W_V_BIAS) return c->qkv_bias;
+    return (unsigned)k < ECO_W_COUNT;
+}
+
+void eco_weight_shape(const eco_model_config *c, eco_weight_kind k, uint64_t *rows, uint64_t *cols)
+{
+    uint64_t h = (uint64_t)c->hidden, q = (uint64_t)c->heads * c->head_dim, kv = (uint64_t)c->kv_heads * c->head_dim;
+    uint64_t i = (uint64_t)c->intermediate, v = (uint64_t)c->vocab;
+    uint64_t r = h, cl = 1;
+    switch (k) {
+    case ECO_W_EMBED: case ECO_W_LM_HEAD: r = v; cl = h; break;
+    case ECO_W_ATTN_NORM: case ECO_W_MLP_NORM: case ECO_W_FINAL_NORM: r = h; break;
+    case ECO_W_Q: r = q; cl = h; break;
+    case ECO_W_K: case ECO_W_V: r = kv; cl = h; break;
+    case ECO_W_Q_BIAS: r = q; break;
+    case ECO_W_K_BIAS: case ECO_W_V_BIAS: r = kv; break;
+    case ECO_W_O: r = h; cl = q; break;
+    case ECO_W_GATE: case ECO_W_UP: r = i; cl = h; break;
+    case ECO_W_DOWN: r = h; cl = i; break;
+    case ECO_W_COUNT: r = 0; cl = 0; break;
+    }
+    *rows = r;
+    *cols = cl;
+}
+
+eco_err eco_weight_hf_name(const eco_model_config *c, eco_weight_kind k, int layer, char *buf, size_t cap)
+{
+    bool phi3 = c->family == ECO_FAMILY_PHI3;
+    const char *s;
+    switch (k) {
+    case ECO_W_EMBED: snprintf(buf, cap, "model.embed_tokens.weight"); return ECO_OK;
+    case ECO_W_FINAL_NORM: snprintf(buf, cap, "model.norm.weight"); return ECO_OK;
+    case ECO_W_LM_HEAD: snprintf(buf, cap, c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"); return ECO_OK;
+    case ECO_W_ATTN_NORM: s = "input_layernorm.weight"; break;
+    case ECO_W_MLP_NORM: s = "post_attention_layernorm.weight"; break;
+    case ECO_W_Q: s = phi3 ? "self_attn.qkv_proj.weight" : "self_attn.q_proj.weight"; break;
+    case ECO_W_K: s = phi3 ? "self_attn.qkv_proj.weight" : "self_attn.k_proj.weight"; break;
+    case ECO_W_V: s = phi3 ? "self_attn.qkv_proj.weight" : "self_attn.v_proj.weight"; break;
+    case ECO_W_Q_BIAS: s = "self_attn.q_proj.bias"; break;
+    case ECO_W_K_BIAS: s = "self_attn.k_proj.bias"; break;
+    case ECO_W_V_BIAS: s = "self_attn.v_proj.bias"; break;
+    case ECO_W_O: s = "self_attn.o_proj.weight"; break;
+    case ECO_W_GATE: s = phi3 ? "mlp.gate_up_proj.weight" : "mlp.gate_proj.weight"; break;
+    case ECO_W_UP: s = phi3 ? "mlp.gate_up_proj.weight" : "mlp.up_proj.weight"; break;
+    case ECO_W_DOWN: s = "mlp.down_proj.weight"; break;
+    default: return eco_fail(ECO_EINVAL, "weight kind %d out of range", (int)k);
+    }
+    if (layer < 0 || layer >= c->layers) return eco_fail(ECO_EINVAL, "layer %d out of range (0..%d)", layer, c->layers - 1);
+    snprintf(buf, cap, "model.layers.%d.%s", layer, s);
+    return ECO_OK;
+}
+
+/* Row offset of a logical tensor inside the fused Phi-3 tensor ([q; k; v] and [gate; up]), and the fused row count. */
+static void fused_rows(const eco_model_config *c, eco_weight_kind k, uint64_t *row0, uint64_t *fused)
+{
+    uint64_t q = (uint64_t)c->heads * c->head_dim, kv = (uint64_t)c->kv_heads * c->head_dim, i = (uint64_t)c->intermediate;
+    *row0 = 0;
+    *fused = 0;
+    if (c->family != ECO_FAMILY_PHI3) return;
+    switch (k) {
+    case ECO_W_Q: *fused = q + 2 * kv; break;
+    case ECO_W_K: *row0 = q; *fused = q + 2 * kv; break;
+    case ECO_W_V: *row0 = q + kv; *fused = q + 2 * kv; break;
+    case ECO_W_GATE: *fused = 2 * i; break;
+    case ECO_W_UP: *row0 = i; *fused = 2 * i; break;
+    default: break;
+    }
+}
+
+struct eco_weights {
+    eco_model_config cfg;
+    bool synthetic;
+    uint64_t seed;
+    eco_safetensors *shard[MAX_SHARDS];
+    int n_shards;
+};
+
+const eco_model_config *eco_weights_config(const eco_weights *w) { return &w->cfg; }
+
+void eco_weights_free(eco_weights *w)
+{
+    if (!w) return;
+    for (int i = 0; i < w->n_shards; i++) eco_safetensors_close(w->shard[i]);
+    free(w);
+}
+
+/* ---------------- synthetic ---------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27; x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Approximately standard normal from integer arithmetic only (Irwin-Hall over eight 16-bit uniforms), so every
+ * platform produces the same bits; tails end at +-4.9 sd, which is fine for synthetic weights. */
+static float det_normal(eco_rng *r)
+{
+    uint64_t a = eco_rng_next(r), b = eco_rng_next(r);
+    uint32_t s = 0;
+    for (int i = 0; i < 4; i++) s += (uint32_t)(a >> (16 * i) & 0xffff) + (uint32_t)(b >> (16 * i) & 0xffff);
+    /* mean 8 * 32767.5, variance 8 * (65536^2 - 1) / 12 */
+    return (float)(((double)s - 262140.0) * (1.0 / 53509.6254));
+}
+
+static int n_outliers(const eco_model_config *c)
+{
+    int k = c->hidden / 16;
+    return k < 2 ? (c->hidden >= 2 ? 2 : 1) : k > 8 ? 8 : k;
+}
+
+int eco_synthetic_outlier_dims(const eco_model_config *c, uint64_t seed, int *dims, int cap)
+{
+    int k = n_outliers(c), got = 0;
+    int buf[8];
+    eco_rng r;
+    eco_rng_seed(&r, mix64(seed ^ 0x6f75746c69657273ull));
+    while (got < k) {
+        int d = (int)eco_rng_below(&r, (size_t)c->hidden);
+        bool dup = false;
+        for (int i = 0; i < got; i++) dup |= buf[i] == d;
+        if (!dup) buf[got++] = d;
+    }
+    for (int i = 1; i < k; i++) /* insertion sort, ascending */
+        for (int j = i; j > 0 && buf[j - 1] > buf[j]; j--) { int t = buf[j]; buf[j] = buf[j - 1]; buf[j - 1] = t; }
+    for (int i = 0; i < k && i < cap; i++) dims[i] = buf[i];
+    return k;
+}
+
+#define SYN_CHUNK 65536u /* elements per independently seeded chunk: parallel fill, same bits */
+#define SYN_OUTLIER_OFFSET 1.0f
+#define SYN_OUTLIER_GAIN 6.0f
+
+typedef struct {
+    const eco_weights *w;
+    eco_weight_kind kind;
+    int layer;
+    float *out;
+    uint64_t n, cols;
+    double sd;
+    int nthreads, tid;
+} syn_job;
+
+static void syn_fill_range(const syn_job *j, uint64_t chunk0, uint64_t chunk1)
+{
+    for (uint64_t ch = chunk0; ch < chunk1; ch++) {
+        eco_rng r;
+        eco_rng_seed(&r, mix64(j->w->seed ^ mix64(((uint64_t)j->kind << 48) ^ ((uint64_t)(j->layer + 1) << 32) ^ ch)));
+        uint64_t e1 = (ch + 1) * SYN_CHUNK < j->n ? (ch + 1) * SYN_CHUNK : j->n;
+        for (uint64_t e = ch * SYN_CHUNK; e < e1; e++) j->out[e] = (float)(j->sd * det_normal(&r));
+    }
+}
+
+static void *syn_thread(void *arg)
+{
+    const syn_job *j = arg;
+    uint64_t chunks = (j->n + SYN_CHUNK - 1) / SYN_CHUNK;
+    syn_fill_range(j, chunks * (uint64_t)j->tid / (uint64_t)j->nthreads, chunks * (uint64_t)(j->tid + 1) / (uint64_t)j->nthreads);
+    return NULL;
+}
+
+static eco_err synth(const eco_weights *w, eco_weight_kind k, int layer, float *out, uint64_t rows, uint64_t cols)
+{
+    const eco_model_config *c = &w->cfg;
+    uint64_t n = rows * cols;
+    bool norm = k == ECO_W_ATTN_NORM || k == ECO_W_MLP_NORM || k == ECO_W_FINAL_NORM;
+    double sd;
+    if (k == ECO_W_EMBED || k == ECO_W_LM_HEAD) sd = 2.0 / sqrt((double)c->hidden);
+    else if (norm) sd = 0.05;
+    else if (k == ECO_W_Q_BIAS || k == ECO_W_K_BIAS || k == ECO_W_V_BIAS) sd = 0.02;
+    else sd = 1.0 / sqrt((double)cols);
+    if (k == ECO_W_O || k == ECO_W_DOWN) sd /= sqrt(2.0 * c->layers);
+    syn_job base = {.w = w, .kind = k, .layer = eco_weight_per_layer(k) ? layer : -1, .out = out, .n = n, .cols = cols, .sd = sd};
+    int nt = n >= 8u * SYN_CHUNK ? 8 : 1;
+    if (nt > 1) {
+        pthread_t th[8];
+        syn_job jobs[8];
+        int started = 0;
+        for (int t = 0; t < nt; t++) {
+            jobs[t] = base;
+            jobs[t].nthreads = nt;
+            jobs[t].tid = t;
+            if (pthread_create(&th[t], NULL, syn_thread, &jobs[t])) break;
+            started++;
+        }
+        for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+        for (int t = started; t < nt; t++) syn_thread(&jobs[t]); /* thread creation failed: finish inline */
+    } else {
+        base.nthreads = 1;
+        syn_thread(&base);
+    }
+    if (norm)
+        for (uint64_t i = 0; i < n; i++) out[i] += 1.0f;
+    int dims[8];
+    int nd = eco_synthetic_outlier_dims(c, w->seed, dims, 8);
+    if (k == ECO_W_ATTN_NORM || k == ECO_W_MLP_NORM) /* large gains on outlier dims: post-norm |x| well above 6 */
+        for (int i = 0; i < nd; i++) out[dims[i]] *= SYN_OUTLIER_GAIN;
+    if (k == ECO_W_EMBED) /* a constant residual offset keeps the outlier dims large at every position */
+        for (uint64_t r = 0; r < rows; r++)
+            for (int i = 0; i < nd; i++) out[r * cols + (uint64_t)dims[i]] += (i % 2 ? -1.0f : 1.0f) * SYN_OUTLIER_OFFSET;
+    return ECO_OK;
+}
+
+eco_err eco_weights_synthetic(const eco_model_config *c, uint64_t seed, eco_weights **out)
+{
+    eco_err e = eco_model_config_validate(c);
+    if (e) return e;
+    eco_weights *w = calloc(1, sizeof *w);
+    if (!w) return eco_fail(ECO_ENOMEM, "out of memory");
+    w->cfg = *c;
+    w->synthetic = true;
+    w->seed = seed;
+    *out = w;
+    return ECO_OK;
+}
+
+/* ---------------- checkpoints ---------------- */
+
+static const eco_st_tensor *find_tensor(const eco_weights *w, const char *name)
+{
+    for (int i = 0; i < w->n_shards; i++) {
+        const eco_st_tensor *t = eco_safetensors_find(w->shard[i], name);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+static eco_err check_tensor(const eco_weights *w, eco_weight_kind k, int layer)
+{
+    const eco_model_config *c = &w->cfg;
+    char name[160];
+    eco_err e = eco_weight_hf_name(c, k, layer, name, sizeof name);
+    if (e) return e;
+    const eco_st_tensor *t = find_tensor(w, name);
+    if (!t) return eco_fail(ECO_ENOTFOUND, "tensor \"%s\" is missing from the checkpoint", name);
+    if (t->dtype != ECO_DT_F16 && t->dtype != ECO_DT_BF16 && t->dtype != ECO_DT_F32)
+        return eco_fail(ECO_EUNSUPPORTED, "tensor \"%s\": dtype %s is not supported (F16, BF16, F32; pre-quantized checkpoints are not read)",
+                        name, eco_dtype_name(t->dtype));
+    uint64_t rows, cols, row0, fused;
+    eco_weight_shape(c, k, &rows, &cols);
+    fused_rows(c, k, &row0, &fused);
+    if (fused) rows = fused;
+    bool vec = cols == 1 && k != ECO_W_EMBED && k != ECO_W_LM_HEAD;
+    bool ok = vec ? (t->ndim == 1 && t->shape[0] == rows) : (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols);
+    if (!ok) {
+        char got[128] = "";
+        size_t off = 0;
+        for (int d = 0; d < t->ndim && off < sizeof got; d++)
+            off += (size_t)snprintf(got + off, sizeof got - off, "%s%llu", d ? ", " : "", (unsigned long long)t->shape[d]);
+        if (vec)
+            return eco_fail(ECO_EFORMAT, "tensor \"%s\": shape [%s] does not match the config's [%llu]", name, got, (unsigned long long)rows);
+        return eco_fail(ECO_EFORMAT, "tensor \"%s\": shape [%s] does not match the config's [%llu, %llu]", name, got,
+                        (unsigned long long)rows, (unsigned long long)cols);
+    }
+    return ECO_OK;
+}
+
+static eco_err check_all(const eco_weights *w)
+{
+    const eco_model_config *c = &w->cfg;
+    for (int k = 0; k < ECO_W_COUNT; k++) {
+        if (!eco_weight_present(c, (eco_weight_kind)k)) continue;
+        int nl = eco_weight_per_layer((eco_weight_kind)k) ? c->layers : 1;
+        for (int l = 0; l < nl; l++) {
+            eco_err e = check_tensor(w, (eco_weight_kind)k, l);
+            if (e) return e;
+        }
+    }
+    return ECO_OK;
+}
+
+static bool is_file(const char *p)
+{
+    struct stat sb;
+    return !stat(p, &sb) && S_ISREG(sb.st_mode);
+}
+
+static eco_err add_shard(eco_weights *w, const char *path)
+{
+    if (w->n_shards >= MAX_SHARDS) return eco_fail(ECO_ETOOBIG, "more than %d shards", MAX_SHARDS);
+    return eco_safetensors_open(path, &w->shard[w->n_shards++]) ? (w->n_shards--, eco_last_error_code()) : ECO_OK;
+}
+
+/* model.safetensors.index.json: {"weight_map": {tensor: file}}; opens each distinct file once and checks that
+ * every mapped tensor is in the file the index names. */
+static eco_err open_index(eco_weights *w, const char *dir, const char *index_path)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) return eco_fail(ECO_EFORMAT, "%s: invalid JSON at line %d: %s", index_path, jerr.line, jerr.text);
+    eco_err e = ECO_OK;
+    json_t *map = json_object_get(root, "weight_map");
+    if (!json_is_object(map)) { e = eco_fail(ECO_EFORMAT, "%s: missing object \"weight_map\"", index_path); goto out; }
+    const char *files[MAX_SHARDS];
+    int nf = 0;
+    const char *name;
+    json_t *v;
+    json_object_foreach(map, name, v) {
+        if (!json_is_string(v)) { e = eco_fail(ECO_EFORMAT, "%s: weight_map[\"%s\"] must be a file name", index_path, name); goto out; }
+        const char *f = json_string_value(v);
+        if (strchr(f, '/') || !strcmp(f, "..") || !*f) { e = eco_fail(ECO_EFORMAT, "%s: shard name \"%s\" must be a plain file name", index_path, f); goto out; }
+        int idx = -1;
+        for (int i = 0; i < nf; i++) if (!strcmp(files[i], f)) idx = i;
+        if (idx < 0) {
+            if (nf >= MAX_SHARDS) { e = eco_fail(ECO_ETOOBIG, "%s: more than %d shards", index_path, MAX_SHARDS); goto out; }
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, f);
+            if ((e = add_shard(w, path))) goto out;
+            files[nf] = f;
+            idx = nf++;
+        }
+        if (!eco_safetensors_find(w->shard[idx], name)) {
+            e = eco_fail(ECO_EFORMAT, "%s: weight_map puts \"%s\" in %s, which does not hold it", index_path, name, f);
+            goto out;
+        }
+    }
+out:
+    json_decref(root);
+    return e;
+}
+
+eco_err eco_weights_open(const char *path, const eco_model_config *c, eco_weights **out)
+{
+    eco_weights *w = calloc(1, sizeof *w);
+    if (!w) return eco_fail(ECO_ENOMEM, "out of memory");
+    eco_err e = ECO_OK;
+    char buf[4096];
+    if (is_file(path)) {
+        if (!c) { e = eco_fail(ECO_EINVAL, "%s: a single safetensors file needs a model config", path); goto fail; }
+        w->cfg = *c;
+        if ((e = add_shard(w, path))) goto fail;
+    } else {
+        if (c) {
+            w->cfg = *c;
+        } else {
+            snprintf(buf, sizeof buf, "%s/config.json", path);
+            if ((e = eco_model_config_from_json(buf, &w->cfg))) goto fail;
+        }
+        snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
+        if (is_file(buf)) {
+            if ((e = open_index(w, path, buf))) goto fail;
+        } else {
+            snprintf(buf, sizeof buf, "%s/model.safetensors", path);
+            if (!is_file(buf)) { e = eco_fail(ECO_ENOTFOUND, "%s: neither model.safetensors nor model.safetensors.index.json found", path); goto fail; }
+            if ((e = add_shard(w, buf))) goto fail;
+        }
+    }
+    if ((e = eco_model_config_validate(&w->cfg)) || (e = check_all(w))) goto fail;
+    *out = w;
+    return ECO_OK;
+fail:
+    eco_weights_free(w);
+    eco_fail_context("loading weights from %s: ", path);
+    return e;
+}
+
+eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
+{
+    const eco_model_config *c = &w->cfg;
+    if ((unsigned)k >= ECO_W_COUNT || !eco_weight_present(c, k))
+        return eco_fail(ECO_ENOTFOUND, "weight %s is not part of a %s model", eco_weight_kind_name(k), eco_model_family_name(c->family));
+    if (eco_weight_per_layer(k) && (layer < 0 || layer >= c->layers))
+        return eco_fail(ECO_EINVAL, "weight %s: layer %d out of range (0..%d)", eco_weight_kind_name(k), layer, c->layers - 1);
+    if (k == ECO_W_LM_HEAD && c->tie_embeddings) k = ECO_W_EMBED;
+    uint64_t rows, cols;
+    eco_weight_shape(c, k, &rows, &cols);
+    float *buf = malloc(rows * cols * sizeof *buf);
+    if (!buf) return eco_fail(ECO_ENOMEM, "weight %s: out of memory for %llu floats", eco_weight_kind_name(k), (unsigned long long)(rows * cols));
+    eco_err e;
+    if (w->synthetic) {
+        e = synth(w, k, layer, buf, rows, cols);
+    } else {
+        char name[160];
+        uint64_t row0, fused;
+        fused_rows(c, k, &row0, &fused);
+        if (!(e = eco_weight_hf_name(c, k, layer, name, sizeof name))) {
+            const eco_st_tensor *t = find_tensor(w, name);
+            e = t ? eco_st_tensor_read_f32(t, row0 * cols, rows * cols, buf)
+                  : eco_fail(ECO_ENOTFOUND, "tensor \"%s\" is missing from the checkpoint", name);
+        }
+    }
+    if (e) { free(buf); return e; }
+    *out = buf;
+    *n = rows * cols;
+    return ECO_OK;
+}
+
+/* ---------------- saving (fixtures, round trips) ---------------- */
+
+typedef struct {
+    char name[160];
+    eco_weight_kind kinds[3];
+    int nk, layer;
+    uint64_t rows, cols;
+    void *data;
+} save_item;
+
+static eco_err save_item_fill(eco_weights *w, save_item *it, eco_dtype dt)
+{
+    unsigned eb = eco_dtype_bytes(dt);
+    it->data = malloc(it->rows * it->cols * eb + 1);
+    if (!it->data) return eco_fail(ECO_ENOMEM, "out of memory");
+    uint64_t off = 0;
+    for (int i = 0; i < it->nk; i++) {
+        float *f;
+        uint64_t n;
+        eco_err e = eco_weights_get(w, it->kinds[i], it->layer, &f, &n);
+        if (e) return e;
+        uint8_t *dst = (uint8_t *)it->data + off * eb;
+        for (uint64_t j = 0; j < n; j++) {
+            if (dt == ECO_DT_F32) memcpy(dst + 4 * j, &f[j], 4);
+            else {
+                uint16_t h = dt == ECO_DT_F16 ? eco_f32_to_f16(f[j]) : eco_f32_to_bf16(f[j]);
+                memcpy(dst + 2 * j, &h, 2);
+            }
+        }
+        off += n;
+        free(f);
+    }
+    return ECO_OK;
+}
+
+eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int shards)
+{
+    const eco_model_config *c = &w->cfg;
+    if (dtype != ECO_DT_F32 && dtype != ECO_DT_F16 && dtype != ECO_DT_BF16)
+        return eco_fail(ECO_EINVAL, "saving weights: dtype must be F32, F16 or BF16");
+    if (shards < 1 || shards > 64) return eco_fail(ECO_EINVAL, "saving weights: shards must be 1..64");
+    if (mkdir(dir, 0777) && errno != EEXIST) return eco_fail(ECO_EIO, "%s: %s", dir, strerror(errno));
+    char path[4096];
+    char *cfg_json;
+    eco_err e = eco_model_config_to_json(c, &cfg_json);
+    if (e) return e;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) { free(cfg_json); return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno)); }
+    bool ok = fputs(cfg_json, f) >= 0;
+    free(cfg_json);
+    if (fclose(f) || !ok) return eco_fail(ECO_EIO, "%s: write failed", path);
+
+    /* Enumerate HF tensors; Phi-3 fuses q/k/v and gate/up; biases and the untied head as the config says. */
+    size_t cap = (size_t)c->layers * 10 + 4, n = 0;
+    save_item *items = calloc(cap, sizeof *items);
+    if (!items) return eco_fail(ECO_ENOMEM, "out of memory");
+    bool phi3 = c->family == ECO_FAMILY_PHI3;
+    for (int k = 0; k < ECO_W_COUNT; k++) {
+        eco_weight_kind kind = (eco_weight_kind)k;
+        if (!eco_weight_present(c, kind) || (kind == ECO_W_LM_HEAD && c->tie_embeddings)) continue;
+        if (phi3 && (kind == ECO_W_K || kind == ECO_W_V || kind == ECO_W_UP)) continue; /* folded into Q / GATE */
+        int nl = eco_weight_per_layer(kind) ? c->layers : 1;
+        for (int l = 0; l < nl; l++) {
+            save_item *it = &items[n++];
+            it->layer = l;
+            it->kinds[it->nk++] = kind;
+            if (phi3 && kind == ECO_W_Q) { it->kinds[it->nk++] = ECO_W_K; it->kinds[it->nk++] = ECO_W_V; }
+            if (phi3 && kind == ECO_W_GATE) it->kinds[it->nk++] = ECO_W_UP;
+            eco_weight_hf_name(c, kind, l, it->name, sizeof it->name);
+            for (int i = 0; i < it->nk; i++) {
+                uint64_t r, cl;
+                eco_weight_shape(c, it->kinds[i], &r, &cl);
+                it->rows += r;
+                it->cols = cl;
+            }
+        }
+    }
+    json_t *wmap = json_object();
+    for (int s = 0; s < shards && !e; s++) {
+        size_t i0 = n * (size_t)s / (size_t)shards, i1 = n * (size_t)(s + 1) / (size_t)shards;
+        eco_st_write_tensor *wt = calloc(i1 - i0 + 1, sizeof *wt);
+        if (!wt) { e = eco_fail(ECO_ENOMEM, "out of memory"); break; }
+        for (size_t i = i0; i < i1 && !e; i++) {
+            save_item *it = &items[i];
+            if ((e = save_item_fill(w, it, dtype))) break;
+            eco_st_write_tensor *t = &wt[i - i0];
+            t->name = it->name;
+            t->dtype = dtype;
+            bool vec = it->cols == 1 && !(it->nk == 1 && (it->kinds[0] == ECO_W_EMBED || it->kinds[0] == ECO_W_LM_HEAD));
+            t->ndim = vec ? 1 : 2;
+            t->shape[0] = it->rows;
+            t->shape[1] = it->cols;
+            t->data = it->data;
+        }
+        char fname[64];
+        if (shards == 1) snprintf(fname, sizeof fname, "model.safetensors");
+        else snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, shards);
+        snprintf(path, sizeof path, "%s/%s", dir, fname);
+        if (!e) {
+            const char *meta[] = {"format", "pt"};
+            e = eco_safetensors_write(path, wt, i1 - i0, meta, 1);
+        }
+        for (size_t i = i0; i < i1; i++) {
+            json_object_set_new(wmap, items[i].name, json_string(fname));
+            free(items[i].data);
+            items[i].data = NULL;
+        }
+        free(wt);
+    }
+    for (size_t i = 0; i < n; i++) free(items[i].data);
+    free(items);
+    if (!e && shards > 1) {
+        json_t *idx = json_pack("{s:{}, s:o}", "metadata", "weight_map", wmap);
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        if (json_dump_file(idx, path, JSON_INDENT(2))) e = eco_fail(ECO_EIO, "%s: write failed", path);
+        json_decref(idx);
+    } else {
+        json_decref(wmap);
+    }
+    return e;
+}
