@@ -128,7 +128,7 @@ eco_err eco_api_parse_body(const char *body, size_t len, json_t **out)
     if (json_depth(body, len) > ECO_API_MAX_JSON_DEPTH)
         return eco_fail_field(ECO_EINVAL, "body", "request body nests deeper than %u levels", ECO_API_MAX_JSON_DEPTH);
     json_error_t jerr;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!v)
         return eco_fail_field(ECO_EINVAL, "body", "request body is not valid JSON: %s (line %d, column %d)", jerr.text,
                               jerr.line, jerr.column);
@@ -142,7 +142,7 @@ eco_err eco_api_parse_body(const char *body, size_t len, json_t **out)
     return ECO_OK;
 }
 
-eco_err eco_api_normalize_path(const char *raw, size_t len, char *out, size_t cap)
+static eco_err normalize(const char *raw, size_t len, char *out, size_t cap)
 {
     if (cap == 0) return eco_fail(ECO_EINVAL, "path buffer has no room");
     out[0] = '\0';
@@ -182,4 +182,11 @@ eco_err eco_api_normalize_path(const char *raw, size_t len, char *out, size_t ca
     if (n == 0 && o > 1) o--; /* trailing slash */
     out[o] = '\0';
     return ECO_OK;
+}
+
+eco_err eco_api_normalize_path(const char *raw, size_t len, char *out, size_t cap)
+{
+    eco_err e = normalize(raw, len, out, cap);
+    if (e && cap) out[0] = '\0'; /* never leave a half-checked path behind */
+    return e;
 }
