@@ -471,7 +471,7 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
     if (fclose(f) || !ok) return eco_fail(ECO_EIO, "%s: write failed", path);
 
     /* Enumerate HF tensors; Phi-3 fuses q/k/v and gate/up; biases and the untied head as the config says. */
-    size_t cap = (size_t)c->layers * 10 + 4, n = 0;
+    size_t cap = (size_t)c->layers * ECO_W_COUNT + ECO_W_COUNT, n = 0;
     save_item *items = calloc(cap, sizeof *items);
     if (!items) return eco_fail(ECO_ENOMEM, "out of memory");
     bool phi3 = c->family == ECO_FAMILY_PHI3;
