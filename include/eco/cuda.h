@@ -1,0 +1,23 @@
+/* Extras of the CUDA backend (src/engine/cuda) beyond the eco_backend table. Declared weak: in a build
+ * without nvcc they are NULL, so callers test `if (eco_cuda_greedy_step)` before use. */
+#ifndef ECO_CUDA_H
+#define ECO_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eco/err.h"
+
+/* Reference-stack mode for engines created afterwards: launches one by one (no CUDA graph) and the host
+ * syncs the reference library makes (LLM.int8() outlier detection), to separate format cost from kernel design. */
+void eco_cuda_set_reference_stack(bool on) __attribute__((weak));
+bool eco_cuda_reference_stack_requested(void) __attribute__((weak));
+/* One token with the argmax on the device: only the next token id crosses PCIe. `state` is the backend state. */
+eco_err eco_cuda_greedy_step(void *state, int32_t token, int pos, int32_t *next) __attribute__((weak));
+eco_err eco_cuda_sync(void *state) __attribute__((weak));
+/* Sustained streaming read bandwidth of device 0 (8 GiB buffer, 16-byte evict-first loads). */
+eco_err eco_cuda_stream_bandwidth(double seconds, double *gb_per_s) __attribute__((weak));
+eco_err eco_cuda_device_name(char *buf, size_t cap) __attribute__((weak));
+
+#endif
