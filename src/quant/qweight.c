@@ -17,13 +17,16 @@
 const float eco_nf4_codebook[16] = {NF4_VALUES};
 #undef X
 
-/* Decision thresholds: midpoints of neighbouring codes computed in double, then rounded to float
- * (bitsandbytes' dQuantizeNF4 compares against these as float literals). */
-#define X(v) v,
-static const double nf4_d[16] = {NF4_VALUES};
-#undef X
-#define MID(i) (float)((nf4_d[i] + nf4_d[(i) + 1]) / 2.0)
-static float nf4_thr[15];
+/* Decision thresholds of bitsandbytes' dQuantizeNF4: the midpoints of neighbouring codes, computed in double and
+ * written into the CUDA source as decimal float literals (Python's shortest repr of the double). A compiler
+ * rounds such a literal straight from decimal to float; where the double midpoint is itself halfway between
+ * two floats (14|15: (0.7229568362236023 + 1) / 2) the truncated decimal decides the side, so these must be the
+ * literals, not (float)midpoint. */
+static const float nf4_thr[15] = {
+    -0.8480964004993439f, -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f,
+    -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
+    0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f,
+    0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f};
 static float dyn_map[256];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
@@ -45,7 +48,6 @@ static float linspace_f32(int n, int i)
 
 static void init_tables(void)
 {
-    for (int i = 0; i < 15; i++) nf4_thr[i] = MID(i);
     /* create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for i = 0..6, the 2^i midpoints of
      * linspace(0.1, 1, 2^i + 1) times float(10^(i-6)), and their negatives; then 0 and 1; sorted. */
     int k = 0;
@@ -72,7 +74,6 @@ const float *eco_dynamic_map8(void)
 
 uint8_t eco_nf4_quantize_value(float x)
 {
-    pthread_once(&tables_once, init_tables);
     /* The thresholds are sorted, so the code is the number of them that x exceeds (strict '>'): the same
      * answer as bitsandbytes' decision tree, ties to the lower code and NaN to code 0. */
     unsigned code = 0;
