@@ -205,7 +205,7 @@ static bool is_white_space(uint32_t c)
  * tests/node/tokenizer_fixtures.test.mjs). Text made only of these is already NFC. */
 static bool nfc_inert(uint32_t c)
 {
-    return c < 0x300 || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30A1 && c <= 0x30FA) ||
+    return c < 0x300 || (c >= 0x0388 && c <= 0x03CE) || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30A1 && c <= 0x30FA) ||
            (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xFF01 && c <= 0xFF5E) ||
            (c >= 0x1F300 && c <= 0x1FAFF) || (c >= 0x2010 && c <= 0x2027) || c == 0x3001 || c == 0x3002 ||
            (c >= 0x0400 && c <= 0x0482) || (c >= 0x048A && c <= 0x04FF) || c == 0x200D || c == 0xFE0F;
@@ -370,7 +370,7 @@ static eco_err compile_regex(const char *pat, size_t len, bool literal, const ch
     }
     int code;
     PCRE2_SIZE off;
-    st->re = pcre2_compile((PCRE2_SPTR)pat, len, PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0), &code, &off, NULL);
+    st->re = pcre2_compile((PCRE2_SPTR)pat, len, literal ? PCRE2_UTF | PCRE2_LITERAL : PCRE2_UTF | PCRE2_UCP, &code, &off, NULL);
     free(buf);
     if (!st->re) {
         PCRE2_UCHAR msg[256];
