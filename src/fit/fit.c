@@ -147,7 +147,7 @@ static void fit_saturating(const fit_data *d, double p[3])
     int bi = 0;
     for (int g = 0; g < NSTAR_GRID; g++) {
         double A, S, s = solve_AS(d, exp(lo + step * g), &A, &S);
-        if (s < best - 1e-12 * best) { best = s; bi = g; }
+        if (g == 0 || s < best * (1 - 1e-12)) { best = s; bi = g; }
     }
     /* golden section on ln N* between the grid neighbours of the best grid point */
     double a = lo + step * (bi > 0 ? bi - 1 : 0), b = lo + step * (bi < NSTAR_GRID - 1 ? bi + 1 : bi);

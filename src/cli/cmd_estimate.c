@@ -1,0 +1,98 @@
+/* eco estimate: ΔE% and energy per token for a model size, GPU and precision (the service's answer). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "eco/service.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: eco estimate --gpu GPU (--model-params N | --model PRESET) [options]\n"
+                 "  --gpu GPU            card (\"RTX 4090\", \"H200\", \"A100\") or architecture\n"
+                 "  --model-params N     size: billions (7) or a parameter count (7e9)\n"
+                 "  --model PRESET       a model preset (eco model list), e.g. Qwen2.5-7B\n"
+                 "  --precision P        int8, int8-mixed (LLM.int8()), nf4 (default), nf4-dq, fp8\n"
+                 "  --batch B            batch size (ΔE is a batch-1 measurement; absolute energy is amortised)\n"
+                 "  --ctx C              context length (echoed; does not change ΔE)\n"
+                 "  --curves FILE        curves.json (default var/curves.json)\n"
+                 "  --json               print the service's JSON answer\n");
+}
+
+static void print_range(const char *name, json_t *v)
+{
+    if (!json_is_object(v)) return;
+    json_t *r = json_object_get(v, "range95");
+    printf("  %-22s %.1f mJ/token  [%.1f, %.1f]  (%s)\n", name, json_number_value(json_object_get(v, "value")),
+           json_number_value(json_array_get(r, 0)), json_number_value(json_array_get(r, 1)),
+           json_string_value(json_object_get(v, "label")));
+}
+
+int eco_cmd_estimate(int argc, char **argv)
+{
+    const char *curves = "var/curves.json";
+    bool as_json = false;
+    json_t *params = json_object();
+    static const struct { const char *flag, *param; } map[] = {
+        {"--gpu", "gpu"}, {"--model-params", "params_b"}, {"--params-b", "params_b"}, {"--model", "model"},
+        {"--precision", "precision"}, {"--batch", "batch"}, {"--ctx", "ctx"},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); json_decref(params); return 0; }
+        if (!strcmp(a, "--json")) { as_json = true; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "eco estimate: %s needs a value (or is unknown)\n", a); usage(stderr); json_decref(params); return 2; }
+        const char *val = argv[++i];
+        if (!strcmp(a, "--curves")) { curves = val; continue; }
+        size_t k = 0;
+        while (k < sizeof map / sizeof map[0] && strcmp(map[k].flag, a)) k++;
+        if (k == sizeof map / sizeof map[0]) { fprintf(stderr, "eco estimate: unknown option %s\n", a); usage(stderr); json_decref(params); return 2; }
+        json_object_set_new(params, map[k].param, json_string(val));
+    }
+    eco_service *svc;
+    eco_service_config cfg = {.curves_path = curves, .db_path = NULL};
+    if (eco_service_open(&cfg, &svc)) {
+        fprintf(stderr, "eco estimate: %s\n", eco_last_error());
+        json_decref(params);
+        return 1;
+    }
+    json_t *r;
+    eco_err e = eco_service_estimate(svc, params, ECO_PARAMS_STRINGS, &r);
+    json_decref(params);
+    eco_service_close(svc);
+    if (e) {
+        const char *field = eco_last_error_field();
+        fprintf(stderr, "eco estimate: %s%s%s\n", *field ? field : "", *field ? ": " : "", eco_last_error());
+        return e == ECO_EINVAL || e == ECO_ENOTFOUND || e == ECO_EUNSUPPORTED ? 2 : 1;
+    }
+    if (as_json) {
+        json_dumpf(r, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        putchar('\n');
+    } else {
+        json_t *in = json_object_get(r, "input"), *rng = json_object_get(r, "range95");
+        json_t *model = json_object_get(in, "model");
+        printf("%s%s%.2fB on %s (%s), %s vs fp16\n", json_is_string(model) ? json_string_value(model) : "",
+               json_is_string(model) ? ", " : "", json_number_value(json_object_get(in, "params_b")),
+               json_string_value(json_object_get(in, "gpu")), json_string_value(json_object_get(in, "arch")),
+               json_string_value(json_object_get(in, "precision")));
+        printf("  ΔE                     %+.1f%%  range95 [%+.1f, %+.1f]\n", json_number_value(json_object_get(r, "delta_pct")),
+               json_number_value(json_array_get(rng, 0)), json_number_value(json_array_get(rng, 1)));
+        printf("  label                  %s (n=%lld trials, %lld anchor(s), arch used: %s)\n",
+               json_string_value(json_object_get(r, "label")), (long long)json_integer_value(json_object_get(r, "n")),
+               (long long)json_integer_value(json_object_get(r, "n_anchors")), json_string_value(json_object_get(r, "arch_used")));
+        printf("  recommendation         %s\n", json_string_value(json_object_get(r, "recommendation")));
+        json_t *cx = json_object_get(r, "crossover_b");
+        if (json_is_number(cx)) printf("  crossover              %.2fB\n", json_number_value(cx));
+        printf("  protocol               %s\n", json_string_value(json_object_get(r, "protocol")));
+        json_t *en = json_object_get(r, "energy");
+        if (json_is_object(en)) {
+            print_range("fp16 energy", json_object_get(en, "fp16_mj_per_token"));
+            print_range("quantized energy", json_object_get(en, "quant_mj_per_token"));
+        }
+        size_t i;
+        json_t *n;
+        json_array_foreach(json_object_get(r, "notes"), i, n) printf("  note: %s\n", json_string_value(n));
+    }
+    json_decref(r);
+    return 0;
+}

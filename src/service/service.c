@@ -1,0 +1,487 @@
+/* The request layer: parameter validation (naming the field), the estimator/optimizer of src/fit, JSON answers.
+ * Read-only after open, so one eco_service serves many threads at once (the store has its own locking). */
+#include "eco/service.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "eco/fit.h"
+#include "eco/model.h"
+#include "eco/store.h"
+#include "service/curves_io.h"
+
+struct eco_service {
+    eco_curve_set *set;
+    eco_store *store;
+    pthread_mutex_t store_lock;
+};
+
+eco_err eco_service_open(const eco_service_config *cfg, eco_service **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->curves_path || !*cfg->curves_path)
+        return eco_fail_field(ECO_EINVAL, "curves_path", "a curves.json path is required (written by `eco fit`)");
+    eco_service *s = calloc(1, sizeof *s);
+    if (!s) return eco_fail(ECO_ENOMEM, "service: out of memory");
+    s->set = malloc(sizeof *s->set);
+    if (!s->set) { free(s); return eco_fail(ECO_ENOMEM, "service: out of memory"); }
+    eco_err e = eco_curves_read_file(cfg->curves_path, s->set);
+    if (!e && cfg->db_path) {
+        e = eco_store_open(cfg->db_path, &s->store);
+        if (e) eco_fail_context("opening %s: ", cfg->db_path);
+    }
+    if (e) { free(s->set); free(s); return e; }
+    pthread_mutex_init(&s->store_lock, NULL);
+    *out = s;
+    return ECO_OK;
+}
+
+void eco_service_close(eco_service *s)
+{
+    if (!s) return;
+    if (s->store) eco_store_close(s->store);
+    pthread_mutex_destroy(&s->store_lock);
+    free(s->set);
+    free(s);
+}
+
+/* ---- parameters ---- */
+
+typedef enum { P_STRING, P_NUMBER, P_INT } ptype;
+typedef struct {
+    const char *name;
+    ptype type;
+    double min, max; /* inclusive, numbers only */
+} pspec;
+typedef struct {
+    bool present;
+    const char *s;
+    double d;
+} pval;
+
+static eco_err check_unknown(const json_t *params, const pspec *spec, size_t n)
+{
+    const char *key;
+    json_t *v;
+    char unknown[256] = "";
+    const char *first = NULL;
+    size_t len = 0;
+    json_object_foreach((json_t *)params, key, v) {
+        bool ok = false;
+        for (size_t i = 0; i < n && !ok; i++) ok = !strcmp(key, spec[i].name);
+        if (ok) continue;
+        if (!first) first = key;
+        if (len < sizeof unknown) len += (size_t)snprintf(unknown + len, sizeof unknown - len, "%s'%s'", len ? ", " : "", key);
+    }
+    if (!first) return ECO_OK;
+    char known[256];
+    size_t kl = 0;
+    for (size_t i = 0; i < n; i++) kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s", i ? ", " : "", spec[i].name);
+    return eco_fail_field(ECO_EINVAL, first, "unknown parameter%s %s (accepted: %s)", strchr(unknown, ',') ? "s" : "", unknown, known);
+}
+
+static eco_err parse_params(const json_t *params, eco_params_origin origin, const pspec *spec, size_t n, pval *out)
+{
+    memset(out, 0, n * sizeof *out);
+    if (!params) return ECO_OK;
+    if (!json_is_object(params)) return eco_fail_field(ECO_EINVAL, "", "parameters must be a JSON object");
+    eco_err e = check_unknown(params, spec, n);
+    if (e) return e;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(params, spec[i].name);
+        const char *name = spec[i].name;
+        if (!v || json_is_null(v)) continue;
+        out[i].present = true;
+        if (spec[i].type == P_STRING) {
+            if (!json_is_string(v)) return eco_fail_field(ECO_EINVAL, name, "%s must be a string", name);
+            out[i].s = json_string_value(v);
+            if (!*out[i].s) return eco_fail_field(ECO_EINVAL, name, "%s is empty", name);
+            if (json_string_length(v) > 200) return eco_fail_field(ECO_EINVAL, name, "%s is longer than 200 characters", name);
+            continue;
+        }
+        double d;
+        if (json_is_number(v)) {
+            d = json_number_value(v);
+        } else if (json_is_string(v) && origin == ECO_PARAMS_STRINGS) {
+            const char *s = json_string_value(v);
+            char *end;
+            errno = 0;
+            d = strtod(s, &end);
+            while (isspace((unsigned char)*end)) end++;
+            if (end == s || *end || errno == ERANGE)
+                return eco_fail_field(ECO_EINVAL, name, "%s must be a number, got '%s'", name, s);
+        } else {
+            return eco_fail_field(ECO_EINVAL, name, "%s must be %s", name, spec[i].type == P_INT ? "an integer" : "a number");
+        }
+        if (!isfinite(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be finite", name);
+        if (spec[i].type == P_INT && d != floor(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be an integer, got %g", name, d);
+        if (d < spec[i].min || d > spec[i].max)
+            return eco_fail_field(ECO_EINVAL, name, "%s must be between %g and %g, got %g", name, spec[i].min, spec[i].max, d);
+        out[i].d = d;
+    }
+    return ECO_OK;
+}
+
+#define PARAMS_B_MAX 2000.0
+#define PARAMS_COUNT_MIN 1e6
+
+/* Model size: params_b in billions, or an absolute count (>= 1e6, e.g. 7e9 -> 7); else the preset's exact count. */
+static eco_err resolve_size(const pval *pb, const pval *model, double *params_b, const eco_model_config **preset)
+{
+    *preset = NULL;
+    if (model->present) {
+        *preset = eco_preset_find(model->s);
+        if (!*preset && !pb->present) {
+            char list[512];
+            size_t len = 0;
+            for (size_t i = 0; i < eco_preset_count(); i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", eco_preset_at(i)->name);
+            return eco_fail_field(ECO_ENOTFOUND, "model", "unknown model '%s'; presets: %s (or give params_b)", model->s, list);
+        }
+    }
+    if (pb->present) {
+        double v = pb->d;
+        if (!(v > 0)) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be > 0, got %g", v);
+        if (v >= PARAMS_COUNT_MIN) v /= 1e9;
+        else if (v > PARAMS_B_MAX)
+            return eco_fail_field(ECO_EINVAL, "params_b",
+                                  "params_b %g is neither billions (<= %g) nor a parameter count (>= 1e6)", pb->d, PARAMS_B_MAX);
+        if (v > PARAMS_B_MAX) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be <= %g billion, got %g", PARAMS_B_MAX, v);
+        *params_b = v;
+        return ECO_OK;
+    }
+    if (*preset) { *params_b = (double)eco_model_param_count(*preset) / 1e9; return ECO_OK; }
+    return eco_fail_field(ECO_EINVAL, "params_b", "give the model size: params_b (e.g. 7 or 7e9) or model (a preset name)");
+}
+
+static eco_err resolve_gpu(const char *gpu, const char **arch)
+{
+    eco_err e = eco_arch_from_gpu_name(gpu, arch);
+    if (!e) return ECO_OK;
+    const eco_gpu_spec *g;
+    if (eco_gpu_find(gpu, &g, NULL) == ECO_OK) { *arch = g->arch; eco_clear_error(); return ECO_OK; }
+    return e == ECO_ENOTFOUND ? ECO_ENOTFOUND : e; /* eco_gpu_find's message lists the supported cards */
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+static json_t *range(double lo, double hi) { return json_pack("[o, o]", num(lo), num(hi)); }
+static json_t *notes_json(const char (*notes)[240], size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(notes[i]));
+    return a;
+}
+
+static json_t *anchor_json(const eco_anchor *a)
+{
+    return json_pack("{s:o, s:o, s:o, s:i, s:s, s:s, s:s, s:s, s:o}", "params_b", num(a->params_b), "delta_pct", num(a->delta_pct),
+                     "weight", num(a->weight), "n_trials", a->n_trials, "model", a->model, "gpu", a->gpu, "session", a->session,
+                     "source", a->source, "cv_pct", num(a->cv_pct));
+}
+
+static json_t *energy_json(const eco_energy_value *v)
+{
+    return json_pack("{s:o, s:o, s:s, s:s}", "value", num(v->value_mj), "range95", range(v->lo_mj, v->hi_mj), "label",
+                     eco_label_name(v->label), "basis", v->basis_note ? v->basis_note : "");
+}
+
+static const pspec estimate_spec[] = {
+    {"gpu", P_STRING, 0, 0},           {"precision", P_STRING, 0, 0}, {"params_b", P_NUMBER, 0, 2e12},
+    {"model", P_STRING, 0, 0},         {"batch", P_INT, 1, 1024},     {"ctx", P_INT, 1, 1048576},
+};
+
+eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_origin origin, json_t **result)
+{
+    *result = NULL;
+    pval v[6];
+    eco_err e = parse_params(params, origin, estimate_spec, 6, v);
+    if (e) return e;
+    if (!v[0].present) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\" or an architecture)");
+    const char *arch;
+    if ((e = resolve_gpu(v[0].s, &arch))) return e;
+    eco_precision prec = ECO_PREC_NF4;
+    if (v[1].present && (e = eco_precision_parse(v[1].s, &prec))) return eco_fail_field(ECO_ENOTFOUND, "precision", "%s", eco_last_error());
+    if (prec == ECO_PREC_FP16)
+        return eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)");
+    double N;
+    const eco_model_config *preset;
+    if ((e = resolve_size(&v[2], &v[3], &N, &preset))) return e;
+    int batch = v[4].present ? (int)v[4].d : 1, ctxlen = v[5].present ? (int)v[5].d : 2048;
+    const char *model = v[3].present ? (preset ? preset->name : v[3].s) : NULL;
+
+    eco_estimate est;
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch};
+    if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
+    const eco_curve *c = est.curve;
+
+    json_t *anchors = json_array(), *sessions = json_array();
+    for (size_t i = 0; i < est.n_anchors; i++) {
+        const eco_anchor *a = &c->anchors[est.anchor_idx[i]];
+        json_array_append_new(anchors, anchor_json(a));
+        bool seen = !a->session[0];
+        for (size_t k = 0; k < json_array_size(sessions) && !seen; k++) seen = !strcmp(json_string_value(json_array_get(sessions, k)), a->session);
+        if (!seen) json_array_append_new(sessions, json_string(a->session));
+    }
+    json_t *pooled = json_array();
+    for (size_t i = 0; i < c->n_pooled; i++) json_array_append_new(pooled, json_string(c->pooled_protocols[i]));
+    json_t *r = json_object();
+    json_object_set_new(r, "input", json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i}", "gpu", v[0].s, "arch", arch, "precision",
+                                              eco_precision_name(prec), "params_b", num(N), "model",
+                                              model ? json_string(model) : json_null(), "batch", batch, "ctx", ctxlen));
+    json_object_set_new(r, "delta_pct", num(est.delta_pct));
+    json_object_set_new(r, "range95", range(est.lo_pct, est.hi_pct));
+    json_object_set_new(r, "label", json_string(eco_label_name(est.label)));
+    json_object_set_new(r, "n", json_integer(est.n));
+    json_object_set_new(r, "n_anchors", json_integer((json_int_t)est.n_anchors));
+    json_object_set_new(r, "cv_pct", num(est.cv_pct));
+    json_object_set_new(r, "sessions", sessions);
+    json_object_set_new(r, "anchors", anchors);
+    json_object_set_new(r, "protocol", json_string(c->protocol));
+    json_object_set_new(r, "pooled_protocols", pooled);
+    json_object_set_new(r, "arch_used", json_string(est.arch_used));
+    json_object_set_new(r, "proxy", est.proxy_reason ? json_pack("{s:s, s:s}", "arch", est.arch_used, "reason", est.proxy_reason)
+                                                     : json_null());
+    json_object_set_new(r, "recommendation", json_string(eco_recommendation_name(est.recommendation)));
+    json_object_set_new(r, "crossover_b", num(est.crossover_b));
+    json_object_set_new(r, "curve", json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:s}", "form", eco_curve_form_name(c->form),
+                                              "range_b", range(c->n_min_b, c->n_max_b), "resid_sd_pct", num(c->resid_sd_pct),
+                                              "loo_median_abs_pct", num(c->loo_median_abs_pct), "loo_mae_pct", num(c->loo_mae_pct),
+                                              "params", json_pack("{s:o, s:o, s:o}", "A", num(c->A), "S", num(c->S), "nstar", num(c->nstar)),
+                                              "n_anchors", (int)c->n_anchors, "weighting", eco_weighting_name(c->weighting)));
+    json_object_set_new(r, "energy",
+                        est.has_energy ? json_pack("{s:o, s:o, s:o, s:s}", "fp16_mj_per_token", energy_json(&est.e_fp16),
+                                                   "quant_mj_per_token", energy_json(&est.e_quant), "batch_factor",
+                                                   num(est.batch_factor), "batch_label", eco_label_name(est.batch_label))
+                                       : json_null());
+    json_t *notes = notes_json((const char (*)[240])est.notes, est.n_notes);
+    if (ctxlen != 2048)
+        json_array_append_new(notes, json_string("ctx does not change ΔE here: the measurements are short-context decode"));
+    json_object_set_new(r, "notes", notes);
+    *result = r;
+    return ECO_OK;
+}
+
+/* ---- optimize ---- */
+
+static const pspec optimize_spec[] = {
+    {"gpu", P_STRING, 0, 0},          {"params_b", P_NUMBER, 0, 2e12},        {"model", P_STRING, 0, 0},
+    {"ctx", P_INT, 1, 1048576},       {"max_vram_gb", P_NUMBER, 0.001, 1e5}, {"max_latency_ms", P_NUMBER, 0.001, 1e7},
+    {"objective", P_STRING, 0, 0},
+};
+
+static json_t *cand_json(const eco_optimize_result *r, int idx)
+{
+    if (idx < 0) return json_null();
+    const eco_candidate *c = &r->cand[idx];
+    return json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:{s:s, s:s, s:s, s:s, s:s}}",
+                     "precision", eco_precision_name(c->precision), "batch", c->batch, "vram_gb", num(c->vram_gb), "weights_gb",
+                     num(c->weights_gb), "kv_gb", num(c->kv_gb), "latency_ms", num(c->latency_ms), "throughput_tok_s",
+                     num(c->throughput_tok_s), "bound", c->bound, "delta_pct", num(c->delta_pct), "delta_range95",
+                     range(c->delta_lo_pct, c->delta_hi_pct), "energy_mj_per_token", num(c->energy_mj), "energy_rel_fp16",
+                     num(c->energy_rel_fp16), "feasible", c->feasible, "reason", c->feasible ? json_null() : json_string(c->reason),
+                     "basis", "delta", eco_label_name(c->delta_label), "energy", eco_label_name(c->energy_label), "batch",
+                     eco_label_name(c->batch_label), "vram", "modelled", "latency", "modelled");
+}
+
+eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_origin origin, json_t **result)
+{
+    *result = NULL;
+    pval v[7];
+    eco_err e = parse_params(params, origin, optimize_spec, 7, v);
+    if (e) return e;
+    if (!v[0].present) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\")");
+    const eco_gpu_spec *gpu;
+    bool exact;
+    if ((e = eco_gpu_find(v[0].s, &gpu, &exact))) return e;
+    double N;
+    const eco_model_config *preset;
+    if ((e = resolve_size(&v[1], &v[2], &N, &preset))) return e;
+    if (v[1].present) preset = NULL; /* an explicit size wins over the preset's shapes */
+    eco_objective obj = ECO_OBJ_ENERGY;
+    if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;
+    eco_optimize_query q = {.preset = preset, .params_b = N, .model = v[2].present ? v[2].s : NULL, .gpu = gpu,
+                            .ctx = v[3].present ? (int)v[3].d : 2048, .max_vram_gb = v[4].present ? v[4].d : 0,
+                            .max_latency_ms = v[5].present ? v[5].d : 0, .objective = obj};
+    eco_optimize_result *r = malloc(sizeof *r);
+    if (!r) return eco_fail(ECO_ENOMEM, "optimize: out of memory");
+    if ((e = eco_optimize_run(svc->set, &q, r))) { free(r); return e; }
+
+    json_t *alts = json_array(), *rejected = json_array();
+    for (size_t i = 0; i < r->n_alt; i++) json_array_append_new(alts, cand_json(r, r->alt[i]));
+    /* every precision that is neither recommended nor an alternative, with why */
+    for (int p = 0; p < ECO_PREC_COUNT; p++) {
+        bool shown = r->best >= 0 && r->cand[r->best].precision == (eco_precision)p;
+        for (size_t i = 0; i < r->n_alt && !shown; i++) shown = r->cand[r->alt[i]].precision == (eco_precision)p;
+        if (shown) continue;
+        int best_f = -1, least = -1;
+        for (size_t i = 0; i < r->n; i++) {
+            if (r->cand[i].precision != (eco_precision)p) continue;
+            if (r->cand[i].feasible && (best_f < 0 || r->cand[i].score < r->cand[best_f].score)) best_f = (int)i;
+            if (!r->cand[i].feasible && (least < 0 || r->cand[i].violation < r->cand[least].violation)) least = (int)i;
+        }
+        char why[300];
+        if (best_f >= 0 && r->best >= 0)
+            snprintf(why, sizeof why, "feasible but ranked lower on %s (best: batch %d, score %.4g vs %.4g)", eco_objective_name(obj),
+                     r->cand[best_f].batch, r->cand[best_f].score, r->cand[r->best].score);
+        else if (least >= 0)
+            snprintf(why, sizeof why, "no batch fits: at batch %d it %s", r->cand[least].batch, r->cand[least].reason);
+        else if (p != ECO_PREC_FP16)
+            snprintf(why, sizeof why, "no ΔE data for %s on %s or its proxy", eco_precision_name((eco_precision)p), gpu->arch);
+        else continue;
+        json_array_append_new(rejected, json_pack("{s:s, s:s}", "precision", eco_precision_name((eco_precision)p), "reason", why));
+    }
+    json_t *notes = notes_json((const char (*)[240])r->notes, r->n_notes);
+    if (!exact) {
+        char buf[240];
+        snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used", v[0].s, gpu->arch, gpu->name);
+        json_array_append_new(notes, json_string(buf));
+    }
+    if (r->best < 0) json_array_append_new(notes, json_string("no configuration meets the budgets: closest_infeasible has the smallest total relative excess"));
+    json_t *out = json_object();
+    json_object_set_new(out, "input", json_pack("{s:s, s:o, s:o, s:i, s:o, s:o, s:s}", "gpu", v[0].s, "params_b", num(N), "model",
+                                                preset ? json_string(preset->name) : v[2].present ? json_string(v[2].s) : json_null(),
+                                                "ctx", q.ctx, "max_vram_gb", v[4].present ? num(v[4].d) : json_null(),
+                                                "max_latency_ms", v[5].present ? num(v[5].d) : json_null(), "objective",
+                                                eco_objective_name(obj)));
+    json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s}", "name", gpu->name, "arch", gpu->arch, "vram_gb",
+                                              num(gpu->vram_gb), "mem_bw_gbps", num(gpu->mem_bw_gbps), "fp16_tflops",
+                                              num(gpu->fp16_tflops), "matched", exact ? "card" : "architecture", "source", gpu->source));
+    json_object_set_new(out, "vram_budget_gb", num(r->vram_budget_gb));
+    json_object_set_new(out, "energy_absolute", json_boolean(r->energy_absolute));
+    json_object_set_new(out, "recommended", cand_json(r, r->best));
+    json_object_set_new(out, "alternatives", alts);
+    json_object_set_new(out, "rejected", rejected);
+    json_object_set_new(out, "closest_infeasible", cand_json(r, r->closest_infeasible));
+    json_object_set_new(out, "feasible_count", json_integer((json_int_t)r->n_feasible));
+    json_object_set_new(out, "candidates_count", json_integer((json_int_t)r->n));
+    json_object_set_new(out, "notes", notes);
+    free(r);
+    *result = out;
+    return ECO_OK;
+}
+
+/* ---- listings ---- */
+
+eco_err eco_service_architectures(eco_service *svc, json_t **result)
+{
+    json_t *archs = json_array();
+    for (size_t i = 0; i < eco_arch_count(); i++) {
+        const char *a = eco_arch_at(i), *reason = NULL;
+        bool weak = false;
+        const char *proxy = eco_arch_proxy(a, &reason, &weak);
+        json_t *precs = json_array(), *cards = json_array();
+        for (size_t k = 0; k < svc->set->n_curves; k++) {
+            const eco_curve *c = &svc->set->curves[k];
+            if (strcmp(c->arch, a)) continue;
+            json_array_append_new(precs, json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "precision",
+                                                   eco_precision_name(c->precision), "form", eco_curve_form_name(c->form),
+                                                   "protocol", c->protocol, "n_anchors", (int)c->n_anchors, "range_b",
+                                                   range(c->n_min_b, c->n_max_b), "crossover_b", num(c->crossover_b),
+                                                   "resid_sd_pct", num(c->resid_sd_pct), "loo_median_abs_pct",
+                                                   num(c->loo_median_abs_pct)));
+        }
+        for (size_t g = 0; g < eco_gpu_count(); g++)
+            if (!strcmp(eco_gpu_at(g)->arch, a)) json_array_append_new(cards, json_string(eco_gpu_at(g)->name));
+        json_array_append_new(archs, json_pack("{s:s, s:s, s:o, s:o, s:b, s:o, s:o}", "arch", a, "label", eco_arch_label(a),
+                                               "proxy", proxy ? json_string(proxy) : json_null(), "proxy_reason",
+                                               reason ? json_string(reason) : json_null(), "fp16_baseline",
+                                               eco_curve_set_fp16(svc->set, a) != NULL, "precisions", precs, "gpus", cards));
+    }
+    *result = json_pack("{s:o, s:{s:s, s:I}}", "architectures", archs, "provenance", "dataset", svc->set->dataset, "records",
+                        (json_int_t)svc->set->n_records);
+    return ECO_OK;
+}
+
+eco_err eco_service_gpus(eco_service *svc, json_t **result)
+{
+    (void)svc;
+    json_t *a = json_array();
+    for (size_t i = 0; i < eco_gpu_count(); i++) {
+        const eco_gpu_spec *g = eco_gpu_at(i);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", g->name, "arch", g->arch, "vram_gb",
+                                           num(g->vram_gb), "mem_bw_gbps", num(g->mem_bw_gbps), "fp16_tflops",
+                                           num(g->fp16_tflops), "source", g->source));
+    }
+    *result = json_pack("{s:o}", "gpus", a);
+    return ECO_OK;
+}
+
+eco_err eco_service_models(eco_service *svc, json_t **result)
+{
+    (void)svc;
+    json_t *a = json_array();
+    for (size_t i = 0; i < eco_preset_count(); i++) {
+        const eco_model_config *m = eco_preset_at(i);
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "name", m->name,
+                                           "hf_id", m->hf_id, "family", eco_model_family_name(m->family), "params_b",
+                                           num((double)eco_model_param_count(m) / 1e9), "layers", m->layers, "hidden", m->hidden,
+                                           "heads", m->heads, "kv_heads", m->kv_heads, "vocab", m->vocab, "kv_bytes_per_position",
+                                           (json_int_t)eco_model_kv_bytes_per_position(m), "weight_bytes_fp16",
+                                           (json_int_t)eco_model_weight_bytes(m, ECO_PREC_FP16, false), "weight_bytes_nf4",
+                                           (json_int_t)eco_model_weight_bytes(m, ECO_PREC_NF4, false)));
+    }
+    *result = json_pack("{s:o}", "models", a);
+    return ECO_OK;
+}
+
+static const pspec measurement_spec[] = {
+    {"arch", P_STRING, 0, 0}, {"precision", P_STRING, 0, 0}, {"gpu", P_STRING, 0, 0},
+    {"protocol", P_STRING, 0, 0}, {"origin", P_STRING, 0, 0}, {"model", P_STRING, 0, 0},
+};
+
+eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_params_origin origin, json_t **result)
+{
+    *result = NULL;
+    pval v[6];
+    eco_err e = parse_params(filter, origin, measurement_spec, 6, v);
+    if (e) return e;
+    if (!svc->store) return eco_fail(ECO_EUNSUPPORTED, "no measurement database is configured for this service");
+    eco_record_filter f = eco_record_filter_any();
+    if (v[0].present) {
+        if (!eco_arch_is_known(v[0].s)) return eco_fail_field(ECO_ENOTFOUND, "arch", "unknown arch '%s' (turing, ampere, ada, hopper, blackwell)", v[0].s);
+        f.arch = v[0].s;
+    }
+    eco_precision p;
+    if (v[1].present) {
+        if (eco_precision_parse(v[1].s, &p)) return eco_fail_field(ECO_ENOTFOUND, "precision", "%s", eco_last_error());
+        f.precision = eco_precision_name(p);
+    }
+    if (v[2].present) f.gpu = v[2].s;
+    if (v[3].present) f.protocol = v[3].s;
+    if (v[4].present) {
+        if (!strcmp(v[4].s, "reference")) f.origin = ECO_ORIGIN_REFERENCE;
+        else if (!strcmp(v[4].s, "run")) f.origin = ECO_ORIGIN_RUN;
+        else if (!strcmp(v[4].s, "replication")) f.origin = ECO_ORIGIN_REPLICATION;
+        else return eco_fail_field(ECO_EINVAL, "origin", "origin must be reference, run or replication, got '%s'", v[4].s);
+    }
+    if (v[5].present) f.model = v[5].s;
+    eco_record *rows = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&svc->store_lock);
+    e = eco_store_query_records(svc->store, &f, &rows, &n);
+    pthread_mutex_unlock(&svc->store_lock);
+    if (e) return e;
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const eco_record *r = &rows[i];
+        char key[96];
+        eco_record_protocol_key(r, key, sizeof key);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:s, s:s, s:s, s:s, s:b, s:s}",
+                              "gpu", r->gpu, "arch", r->arch, "model", r->model, "params_b", num(r->params_b), "precision",
+                              eco_precision_name(r->precision), "batch", r->batch, "e_fp16_mj", num(r->e_fp16_mj), "e_quant_mj",
+                              num(r->e_quant_mj), "e_fp16_sd_mj", num(r->e_fp16_sd_mj), "e_quant_sd_mj", num(r->e_quant_sd_mj),
+                              "delta_pct", num(eco_record_delta_pct(r)), "cv_pct", num(r->cv_pct), "n_trials", r->n_trials,
+                              "single_trial", r->n_trials < 2, "protocol", key, "session", r->session, "source", r->source,
+                              "origin", eco_record_origin_name(r->origin), "synthetic_weights", r->synthetic_weights, "note", r->note);
+        json_array_append_new(a, o);
+    }
+    free(rows);
+    *result = json_pack("{s:o, s:I}", "measurements", a, "count", (json_int_t)n);
+    return ECO_OK;
+}
