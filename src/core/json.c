@@ -15,7 +15,7 @@ eco_err eco_json_loadb(const char *buf, size_t len, const char *name, size_t max
         return eco_fail(ECO_ETOOBIG, "%s: %zu bytes is over the %zu-byte limit", name, len, max_bytes);
     json_error_t jerr;
     /* Duplicate keys in untrusted input are ambiguous (which one wins differs between parsers). */
-    json_t *doc = json_loadb(buf ? buf : "", len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *doc = json_loadb(buf ? buf : "", len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!doc) {
         if (len == 0) return eco_fail(ECO_EFORMAT, "%s: empty document, expected JSON", name);
         return eco_fail(ECO_EFORMAT, "%s:%d:%d: malformed JSON: %s", name, jerr.line, jerr.column, jerr.text);

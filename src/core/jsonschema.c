@@ -1638,15 +1638,15 @@ static int validate_array(vctx *v, const node *n, const json_t *inst)
         }
         if (matched < min) {
             if (n->min_contains >= 0)
-                fail_at(v, n, "minContains", "must contain at least %lld items matching 'contains', found %lld", min,
-                        matched);
+                fail_at(v, n, "minContains", "must contain at least %lld item%s matching 'contains', found %lld", min,
+                        min == 1 ? "" : "s", matched);
             else
                 fail_at(v, n, "contains", "must contain an item matching 'contains'");
             FAIL();
         }
         if (n->max_contains >= 0 && matched > n->max_contains) {
-            fail_at(v, n, "maxContains", "must contain at most %lld items matching 'contains', found %lld",
-                    n->max_contains, matched);
+            fail_at(v, n, "maxContains", "must contain at most %lld item%s matching 'contains', found %lld",
+                    n->max_contains, n->max_contains == 1 ? "" : "s", matched);
             FAIL();
         }
     }
