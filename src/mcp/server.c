@@ -296,8 +296,8 @@ static json_t *handle_tools_call(eco_mcp_server *srv, const json_t *id, const js
     if (rc != ECO_OK) {
         json_decref(structured);
         free(summary);
-        logf_(srv, "tools/call %s: %s%s%s", t->name, eco_last_error(), *eco_last_error_field() ? " (field " : "",
-              *eco_last_error_field() ? eco_last_error_field() : "");
+        logf_(srv, "tools/call %s: %s%s%s%s", t->name, eco_last_error(), *eco_last_error_field() ? " (field " : "",
+              eco_last_error_field(), *eco_last_error_field() ? ")" : "");
         return result_response(id, tool_error_result(t->name, rc));
     }
     if (!json_is_object(structured)) {
