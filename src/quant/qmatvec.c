@@ -68,6 +68,29 @@ static int32_t row_i8i8(const int8_t *q, const int8_t *xq, uint64_t n)
     return s;
 }
 
+/* Rows made of whole blocks (cols % blocksize == 0): decode 16 weights at a time from the byte-pair table,
+ * w = codebook * absmax in fp32, straight into the 16 lanes. */
+static float row_nf4_blocks(const eco_qweight *q, uint64_t row, const float *x, const float (*pairs)[2])
+{
+    float acc[LANES] = {0}, wv[LANES];
+    uint64_t bs = (uint64_t)q->blocksize, cols = q->cols, b0 = row * cols / bs;
+    const uint8_t *d = (const uint8_t *)q->data + row * cols / 2;
+    for (uint64_t b = 0; b < cols / bs; b++) {
+        float a = eco_nf4_block_absmax(q, b0 + b);
+        const uint8_t *db = d + b * bs / 2;
+        const float *xb = x + b * bs;
+        for (uint64_t i = 0; i < bs; i += LANES) {
+            for (int k = 0; k < LANES / 2; k++) {
+                const float *pr = pairs[db[i / 2 + (uint64_t)k]];
+                wv[2 * k] = pr[0] * a;
+                wv[2 * k + 1] = pr[1] * a;
+            }
+            for (int k = 0; k < LANES; k++) acc[k] += wv[k] * xb[i + (uint64_t)k];
+        }
+    }
+    return reduce_lanes(acc);
+}
+
 static float row_nf4(const eco_qweight *q, uint64_t row, const float *x)
 {
     float acc[LANES] = {0}, tile[TILE];
@@ -143,7 +166,12 @@ eco_err eco_qmatvec_rows(const eco_qweight *q, const float *x, float *y, uint64_
         break;
     }
     default:
-        for (uint64_t r = row_begin; r < row_end; r++) y[r] = row_nf4(q, r, xh);
+        if (q->cols % (uint64_t)q->blocksize == 0) {
+            const float(*pairs)[2] = eco_nf4_pair_lut();
+            for (uint64_t r = row_begin; r < row_end; r++) y[r] = row_nf4_blocks(q, r, xh, pairs);
+        } else {
+            for (uint64_t r = row_begin; r < row_end; r++) y[r] = row_nf4(q, r, xh);
+        }
         break;
     }
     free(xh);

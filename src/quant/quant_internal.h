@@ -34,7 +34,7 @@ static inline float eco_q_h2f(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
     uint32_t r = eco_q_f2u(eco_q_u2f(em << 13) * 0x1p112f);
-    if (em >= 0x7c00u) r |= 0x7f800000u;
+    r |= (uint32_t)-(int32_t)(em >= 0x7c00u) & 0x7f800000u; /* branch-free so loops vectorise */
     return eco_q_u2f(sign | r);
 }
 
@@ -43,6 +43,8 @@ static inline float eco_q_h2f(uint16_t h)
 float eco_nf4_block_absmax(const eco_qweight *q, uint64_t block);
 /* Dequantizes `count` consecutive elements of a nf4 / nf4-dq weight starting at flat index e0. */
 void eco_nf4_decode(const eco_qweight *q, uint64_t e0, uint64_t count, float *out);
+/* Codebook pairs by packed byte: [b][0] = value of the high nibble (first element), [b][1] = the low one. */
+const float (*eco_nf4_pair_lut(void))[2];
 /* Validates the structure of a quantized weight before reading it; names `what` in the message. */
 eco_err eco_qweight_check(const eco_qweight *q, const char *what);
 

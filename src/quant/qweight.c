@@ -28,6 +28,7 @@ static const float nf4_thr[15] = {
     0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f,
     0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f};
 static float dyn_map[256];
+static float nf4_pairs[256][2];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static int cmp_float(const void *a, const void *b)
@@ -48,6 +49,10 @@ static float linspace_f32(int n, int i)
 
 static void init_tables(void)
 {
+    for (int b = 0; b < 256; b++) {
+        nf4_pairs[b][0] = eco_nf4_codebook[b >> 4];
+        nf4_pairs[b][1] = eco_nf4_codebook[b & 15];
+    }
     /* create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for i = 0..6, the 2^i midpoints of
      * linspace(0.1, 1, 2^i + 1) times float(10^(i-6)), and their negatives; then 0 and 1; sorted. */
     int k = 0;
@@ -70,6 +75,12 @@ const float *eco_dynamic_map8(void)
 {
     pthread_once(&tables_once, init_tables);
     return dyn_map;
+}
+
+const float (*eco_nf4_pair_lut(void))[2]
+{
+    pthread_once(&tables_once, init_tables);
+    return (const float(*)[2])nf4_pairs;
 }
 
 uint8_t eco_nf4_quantize_value(float x)
