@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
+#include "eco/engine.h"
 #include "eco/err.h"
 #include "eco/power.h"
 #include "eco/quant.h"
@@ -40,6 +42,7 @@ typedef struct {
     int iterations;        /* measured blocks; each block has one window per configuration (10) */
     int warmups;           /* warm-up generations per configuration (2) */
     double min_window_s;   /* >= 10 s on a GPU; tests use less */
+    int min_generations;   /* at least this many back-to-back generations per window (1) */
     double idle_s;         /* idle baseline length before and after (5 s) */
     uint64_t seed;         /* block order and bootstrap */
     unsigned sampler_period_ms; /* 10 */
@@ -69,6 +72,7 @@ typedef struct eco_measurement eco_measurement;
  * run still measures time, tokens/s and quality). `on_progress` prints a line per window unless quiet. */
 eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml *meter, eco_measurement **out);
 void eco_measurement_free(eco_measurement *m);
+const eco_measure_options *eco_measurement_options(const eco_measurement *m);
 
 size_t eco_measurement_window_count(const eco_measurement *m);
 const eco_window *eco_measurement_windows(const eco_measurement *m);
@@ -93,6 +97,42 @@ double eco_measurement_idle_after_w(const eco_measurement *m);
 json_t *eco_measurement_meter_json(const eco_measurement *m);
 json_t *eco_measurement_windows_json(const eco_measurement *m);
 json_t *eco_measurement_quality_json(const eco_measurement *m, int config); /* borrowed; NULL if none */
+
+/* What energy.json says about the run besides the measurement itself. */
+typedef struct {
+    const char *run_id;           /* NULL: derived from the model, GPU and start time */
+    time_t started;               /* session start (UTC) */
+    const char *engine_backend;   /* "cpu", "cuda", "cuda-reference-stack" */
+    const char *cuda_runtime;     /* NULL on the CPU */
+    const eco_gpu_card *gpu;      /* NULL without NVML */
+    const char *gpu_arch;         /* eco_arch_from_gpu_name of the card, NULL if unknown */
+    const char *weights_source;   /* "synthetic" | "checkpoint" */
+    const char *model;            /* HF id or checkpoint name */
+    const char *preset;           /* NULL for a checkpoint without a preset */
+    double params_b;
+    uint64_t synthetic_seed;
+    const char *checkpoint_sha256;/* NULL when not computed */
+    int prompt_tokens;
+    const char *energy_unavailable_reason; /* required when no meter */
+    const char *const *notes;     /* NULL-terminated, may be NULL */
+} eco_energy_meta;
+
+/* Builds the energy.json document (data/schema/energy.schema.json v2) from a finished measurement. */
+eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, json_t **out);
+/* Renders the readable Markdown report of any energy.json document. */
+eco_err eco_energy_report_md(const json_t *energy, char **markdown);
+
+/* The decode engine as a workload: one resident engine per precision (precs[0] = fp16), a fixed prompt,
+ * generations of up to max_new tokens; quality compares each precision with fp16 teacher-forced over the
+ * tokens given to eco_engine_workload_set_quality_tokens (none: quality is null). */
+typedef struct eco_engine_workload eco_engine_workload;
+eco_err eco_engine_workload_create(const char *backend, eco_weights *w, const eco_engine_options *base,
+                                   const eco_precision *precs, int n, const int32_t *prompt, int n_prompt, int max_new,
+                                   eco_engine_workload **out);
+eco_err eco_engine_workload_set_quality_tokens(eco_engine_workload *wl, const int32_t *tokens, int n, const char *name);
+eco_engine *eco_engine_workload_engine(eco_engine_workload *wl, int config);
+eco_workload eco_engine_workload_iface(eco_engine_workload *wl);
+void eco_engine_workload_free(eco_engine_workload *wl);
 
 /* Environment card pieces (recorded, never changed). */
 json_t *eco_env_gpu_json(const eco_gpu_card *card, const char *arch);

@@ -41,6 +41,7 @@ void eco_measure_options_default(eco_measure_options *o)
     o->iterations = 10;
     o->warmups = 2;
     o->min_window_s = 10.0;
+    o->min_generations = 1;
     o->idle_s = 5.0;
     o->seed = 20261202;
     o->sampler_period_ms = 10;
@@ -70,6 +71,8 @@ static eco_err check_options(const eco_measure_options *o)
     if (o->warmups < 0 || o->warmups > 1000) return eco_fail_field(ECO_EINVAL, "warmups", "warmups must be 0..1000, got %d", o->warmups);
     if (!(o->min_window_s > 0) || o->min_window_s > 3600)
         return eco_fail_field(ECO_EINVAL, "min_window_s", "window length must be in (0, 3600] s, got %g", o->min_window_s);
+    if (o->min_generations < 0 || o->min_generations > 100000)
+        return eco_fail_field(ECO_EINVAL, "iterations", "generations per window must be 0..100000, got %d", o->min_generations);
     if (!(o->idle_s >= 0) || o->idle_s > 600) return eco_fail_field(ECO_EINVAL, "idle_s", "idle must be 0..600 s, got %g", o->idle_s);
     return ECO_OK;
 }
@@ -285,6 +288,7 @@ static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter
         if ((e = run_generations(w, c, n, o->tokens, &pf, &dec, &gen))) return e;
         double per_gen = (pf + dec) / n, per_prefill = pf / n;
         double k = ceil(o->min_window_s / (per_gen > 1e-6 ? per_gen : 1e-6));
+        if (k < o->min_generations) k = o->min_generations;
         m->gens_per_window[c] = k < 1 ? 1 : k > 1e6 ? 1e6 : k;
         double kp = ceil(0.5 * o->min_window_s / (per_prefill > 1e-6 ? per_prefill : 1e-6));
         m->prefills_per_window[c] = kp < 1 ? 1 : kp > 1e6 ? 1e6 : kp;
@@ -349,6 +353,7 @@ void eco_measurement_free(eco_measurement *m)
 }
 
 size_t eco_measurement_window_count(const eco_measurement *m) { return m->n_windows; }
+const eco_measure_options *eco_measurement_options(const eco_measurement *m) { return &m->opt; }
 const eco_window *eco_measurement_windows(const eco_measurement *m) { return m->windows; }
 const char *eco_measurement_basis(const eco_measurement *m) { return m->basis; }
 double eco_measurement_idle_before_w(const eco_measurement *m) { return m->idle_before_w; }

@@ -1,0 +1,383 @@
+/* eco measure: a controlled A/B of precisions on one device in one session (see include/eco/measure.h). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "eco/cuda.h"
+#include "eco/engine.h"
+#include "eco/json.h"
+#include "eco/jsonschema.h"
+#include "eco/measure.h"
+#include "eco/model.h"
+#include "eco/record.h"
+#include "eco/stats.h"
+#include "eco/tokenizer.h"
+
+#define SCHEMA_REL "data/schema/energy.schema.json"
+#define TEXT_REL "data/reference/quality_eval_text.txt"
+
+static void usage(FILE *f)
+{
+    fputs("usage: eco measure (--model PRESET | --weights DIR [--model NAME]) [options]\n"
+          "A/B energy per generated token of precisions against the fp16 baseline, same device, same session.\n"
+          "  --precisions LIST   fp16,int8,int8-mixed,nf4,fp8 (default; fp16 is always measured, first)\n"
+          "  --tokens N          generated tokens per generation, EOS ignored (256)\n"
+          "  --blocks N          measured blocks: each runs one window per precision in a seeded random order (10)\n"
+          "  --iterations N      at least N back-to-back generations per window (1); windows are lengthened to --window\n"
+          "  --warmups N         warm-up generations per precision (2)\n"
+          "  --window S          minimum window length in seconds (10)\n"
+          "  --idle S            idle baseline before and after, seconds (5)\n"
+          "  --prompt-tokens N   prompt length (32); --quality-tokens N teacher-forced tokens for KL/top-1/perplexity (128, 0 = off)\n"
+          "  --backend cpu|cuda  default cuda when built with a device, else cpu\n"
+          "  --meter auto|nvml|none  auto = NVML with the cuda backend; nvml on the cpu backend is for tests with a fake NVML\n"
+          "  --gpu-index N       NVML device (0)\n"
+          "  --reference-stack   cuda: launches one by one and the reference library's host syncs (no CUDA graph)\n"
+          "  --double-quant      nf4 with double-quantized absmax;  --int8-threshold T (6.0);  --quantize-lm-head\n"
+          "  --seed N            block order and bootstrap seed;  --weights-seed N  synthetic weights seed (1)\n"
+          "  --threads N         CPU backend threads (0 = all)\n"
+          "  --out FILE          energy.json (default energy.json);  --report FILE  Markdown report (default report.md)\n"
+          "  --schema FILE       schema to validate against (default: found beside the build or source tree)\n"
+          "  --run-id ID  --quiet\n",
+          f);
+}
+
+static int find_file(const char *rel, const char *argv0, char *buf, size_t cap)
+{
+    const char *src = getenv("ECO_SOURCE_DIR");
+    if (src) {
+        snprintf(buf, cap, "%s/%s", src, rel);
+        if (access(buf, R_OK) == 0) return 1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        const char *ups[] = {"..", "../..", "."};
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(buf, cap, "%s/%s/%s", exe, ups[i], rel);
+            if (access(buf, R_OK) == 0) return 1;
+        }
+    }
+    snprintf(buf, cap, "%s", rel);
+    (void)argv0;
+    return access(buf, R_OK) == 0;
+}
+
+static int parse_int(const char *flag, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "eco measure: %s must be an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static int parse_double(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || *end || end == v || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "eco measure: %s must be a number in [%g, %g], got '%s'\n", flag, lo, hi, v);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static int parse_precisions(const char *list, eco_measure_options *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->n_configs = 1;
+    o->precisions[0] = ECO_PREC_FP16;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        eco_precision p;
+        if (eco_precision_parse(tok, &p)) {
+            fprintf(stderr, "eco measure: %s\n", eco_last_error());
+            return 0;
+        }
+        if (p == ECO_PREC_FP16) continue;
+        for (int i = 1; i < o->n_configs; i++)
+            if (o->precisions[i] == p) { fprintf(stderr, "eco measure: precision %s listed twice\n", tok); return 0; }
+        if (o->n_configs == ECO_MEASURE_MAX_CONFIGS) { fprintf(stderr, "eco measure: too many precisions\n"); return 0; }
+        o->precisions[o->n_configs++] = p;
+    }
+    return 1;
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 65536 > cap) {
+            cap = cap ? 2 * cap : 131072;
+            if (cap > ((size_t)64 << 20)) break;
+            char *p = realloc(buf, cap);
+            if (!p) break;
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+typedef struct {
+    const char *model, *weights_dir, *backend, *meter, *out, *report, *schema, *run_id, *tokenizer;
+    int prompt_tokens, quality_tokens, gpu_index, threads;
+    bool reference_stack, quantize_lm_head, double_quant;
+    double int8_threshold;
+    uint64_t weights_seed;
+} measure_args;
+
+/* Prompt and quality tokens: the reference text through the checkpoint's tokenizer, else seeded ids. */
+static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t **prompt, int32_t **quality,
+                       int *n_quality, char *quality_name, size_t name_cap)
+{
+    int want = a->prompt_tokens > a->quality_tokens ? a->prompt_tokens : a->quality_tokens;
+    int32_t *ids = malloc((size_t)(want > 0 ? want : 1) * sizeof *ids);
+    if (!ids) return 0;
+    int have = 0;
+    char tok_path[PATH_MAX], text_path[PATH_MAX];
+    if (a->tokenizer) snprintf(tok_path, sizeof tok_path, "%s", a->tokenizer);
+    else if (a->weights_dir) snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", a->weights_dir);
+    else tok_path[0] = '\0';
+    if (tok_path[0] && access(tok_path, R_OK) == 0 && find_file(TEXT_REL, NULL, text_path, sizeof text_path)) {
+        eco_tokenizer *tk;
+        size_t len = 0, n = 0;
+        char *text = read_text(text_path, &len);
+        int32_t *enc = NULL;
+        if (text && !eco_tokenizer_load(tok_path, &tk)) {
+            if (!eco_tokenizer_encode(tk, text, len, &enc, &n)) {
+                for (size_t i = 0; i < n && have < want; i++)
+                    if (enc[i] >= 0 && enc[i] < c->vocab) ids[have++] = enc[i];
+                free(enc);
+                snprintf(quality_name, name_cap, "quality_eval_text.txt (first %d tokens)", have);
+            }
+            eco_tokenizer_free(tk);
+        }
+        free(text);
+    }
+    if (have < want) { /* synthetic weights have no tokenizer: seeded ids */
+        eco_rng rng;
+        eco_rng_seed(&rng, a->weights_seed * 7919u + 17u);
+        for (have = 0; have < want; have++) ids[have] = (int32_t)eco_rng_below(&rng, (size_t)c->vocab);
+        snprintf(quality_name, name_cap, "seeded random token ids (%d, seed %llu)", have, (unsigned long long)a->weights_seed);
+    }
+    *prompt = malloc((size_t)(a->prompt_tokens > 0 ? a->prompt_tokens : 1) * sizeof **prompt);
+    if (!*prompt) { free(ids); return 0; }
+    memcpy(*prompt, ids, (size_t)a->prompt_tokens * sizeof *ids);
+    *quality = ids;
+    *n_quality = a->quality_tokens;
+    return 1;
+}
+
+static const char *default_backend(void)
+{
+    if (&eco_backend_cuda && eco_cuda_device_name) {
+        char name[256];
+        if (eco_cuda_device_name(name, sizeof name) == ECO_OK) return "cuda";
+    }
+    return "cpu";
+}
+
+int eco_cmd_measure(int argc, char **argv)
+{
+    eco_measure_options o;
+    eco_measure_options_default(&o);
+    measure_args a = {.out = "energy.json", .report = "report.md", .prompt_tokens = 32, .quality_tokens = 128,
+                      .meter = "auto", .int8_threshold = 6.0, .weights_seed = 1};
+    long iterations = 1;
+    if (!parse_precisions("fp16,int8,int8-mixed,nf4,fp8", &o)) return 2;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        double d;
+#define NEED_VALUE \
+    if (!v) { fprintf(stderr, "eco measure: %s needs a value\n", f); return 2; } \
+    i++;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(f, "--quiet")) o.quiet = true;
+        else if (!strcmp(f, "--reference-stack")) a.reference_stack = true;
+        else if (!strcmp(f, "--quantize-lm-head")) a.quantize_lm_head = true;
+        else if (!strcmp(f, "--double-quant")) a.double_quant = true;
+        else if (!strcmp(f, "--model")) { NEED_VALUE a.model = v; }
+        else if (!strcmp(f, "--weights")) { NEED_VALUE a.weights_dir = v; }
+        else if (!strcmp(f, "--tokenizer")) { NEED_VALUE a.tokenizer = v; }
+        else if (!strcmp(f, "--backend")) { NEED_VALUE a.backend = v; }
+        else if (!strcmp(f, "--meter")) { NEED_VALUE a.meter = v; }
+        else if (!strcmp(f, "--out")) { NEED_VALUE a.out = v; }
+        else if (!strcmp(f, "--report")) { NEED_VALUE a.report = v; }
+        else if (!strcmp(f, "--schema")) { NEED_VALUE a.schema = v; }
+        else if (!strcmp(f, "--run-id")) { NEED_VALUE a.run_id = v; }
+        else if (!strcmp(f, "--precisions")) { NEED_VALUE if (!parse_precisions(v, &o)) return 2; }
+        else if (!strcmp(f, "--tokens")) { NEED_VALUE if (!parse_int(f, v, 1, 65536, &n)) return 2; o.tokens = (int)n; }
+        else if (!strcmp(f, "--blocks")) { NEED_VALUE if (!parse_int(f, v, 1, 10000, &n)) return 2; o.iterations = (int)n; }
+        else if (!strcmp(f, "--iterations")) { NEED_VALUE if (!parse_int(f, v, 1, 100000, &iterations)) return 2; }
+        else if (!strcmp(f, "--warmups")) { NEED_VALUE if (!parse_int(f, v, 0, 1000, &n)) return 2; o.warmups = (int)n; }
+        else if (!strcmp(f, "--prompt-tokens")) { NEED_VALUE if (!parse_int(f, v, 1, 8192, &n)) return 2; a.prompt_tokens = (int)n; }
+        else if (!strcmp(f, "--quality-tokens")) { NEED_VALUE if (!parse_int(f, v, 0, 8192, &n)) return 2; a.quality_tokens = (int)n; }
+        else if (!strcmp(f, "--gpu-index")) { NEED_VALUE if (!parse_int(f, v, 0, 64, &n)) return 2; a.gpu_index = (int)n; }
+        else if (!strcmp(f, "--threads")) { NEED_VALUE if (!parse_int(f, v, 0, 256, &n)) return 2; a.threads = (int)n; }
+        else if (!strcmp(f, "--seed")) { NEED_VALUE if (!parse_int(f, v, 0, LONG_MAX, &n)) return 2; o.seed = (uint64_t)n; }
+        else if (!strcmp(f, "--weights-seed")) { NEED_VALUE if (!parse_int(f, v, 0, LONG_MAX, &n)) return 2; a.weights_seed = (uint64_t)n; }
+        else if (!strcmp(f, "--window")) { NEED_VALUE if (!parse_double(f, v, 0.001, 3600, &d)) return 2; o.min_window_s = d; }
+        else if (!strcmp(f, "--idle")) { NEED_VALUE if (!parse_double(f, v, 0, 600, &d)) return 2; o.idle_s = d; }
+        else if (!strcmp(f, "--int8-threshold")) { NEED_VALUE if (!parse_double(f, v, 0, 1e6, &d)) return 2; a.int8_threshold = d; }
+        else { fprintf(stderr, "eco measure: unknown option '%s'\n", f); usage(stderr); return 2; }
+#undef NEED_VALUE
+    }
+    if (!a.model && !a.weights_dir) { fprintf(stderr, "eco measure: give --model PRESET or --weights DIR\n"); return 2; }
+    if (a.quality_tokens == 1) { fprintf(stderr, "eco measure: --quality-tokens must be 0 or >= 2\n"); return 2; }
+    if (!a.backend) a.backend = default_backend();
+    if (strcmp(a.meter, "auto") && strcmp(a.meter, "nvml") && strcmp(a.meter, "none")) {
+        fprintf(stderr, "eco measure: --meter must be auto, nvml or none\n");
+        return 2;
+    }
+    bool use_nvml = !strcmp(a.meter, "nvml") || (!strcmp(a.meter, "auto") && !strcmp(a.backend, "cuda"));
+
+    /* Weights: a checkpoint directory, or synthetic weights of a preset's exact shapes. */
+    eco_weights *w = NULL;
+    eco_err e;
+    const eco_model_config *preset = a.model ? eco_preset_find(a.model) : NULL;
+    if (a.weights_dir) e = eco_weights_open(a.weights_dir, NULL, &w);
+    else if (!preset) {
+        fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`)\n", a.model);
+        return 2;
+    } else e = eco_weights_synthetic(preset, a.weights_seed, &w);
+    if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); return 1; }
+    const eco_model_config *cfg = eco_weights_config(w);
+
+    /* The meter before the engines: a missing counter is a clear error unless energy is not asked for. */
+    eco_nvml *meter = NULL;
+    eco_gpu_card card;
+    const char *gpu_arch = NULL, *reason = NULL;
+    char reason_buf[512];
+    if (use_nvml) {
+        if ((e = eco_nvml_open((unsigned)a.gpu_index, &meter))) {
+            fprintf(stderr, "eco measure: %s\n", eco_last_error());
+            eco_weights_free(w);
+            return 1;
+        }
+        eco_nvml_card(meter, &card);
+        if (eco_arch_from_gpu_name(card.name, &gpu_arch)) gpu_arch = NULL;
+    } else {
+        snprintf(reason_buf, sizeof reason_buf, "no energy meter: %s backend%s", a.backend,
+                 !strcmp(a.backend, "cpu") ? " (NVML measures GPUs only)" : " (--meter none)");
+        reason = reason_buf;
+    }
+
+    if (a.reference_stack && eco_cuda_set_reference_stack) eco_cuda_set_reference_stack(true);
+    eco_engine_options eo;
+    eco_engine_options_default(&eo);
+    eo.threads = a.threads;
+    eo.quantize_lm_head = a.quantize_lm_head;
+    eo.quant.double_quant = a.double_quant;
+    eo.quant.int8_threshold = (float)a.int8_threshold;
+    eo.max_seq = a.prompt_tokens + o.tokens + a.quality_tokens + 8;
+    if (eo.max_seq > cfg->max_pos) eo.max_seq = cfg->max_pos;
+
+    int32_t *prompt = NULL, *qtokens = NULL;
+    int n_quality = 0;
+    char quality_name[128];
+    if (!make_tokens(&a, cfg, &prompt, &qtokens, &n_quality, quality_name, sizeof quality_name)) {
+        fprintf(stderr, "eco measure: out of memory\n");
+        return 1;
+    }
+    if (!o.quiet) fprintf(stderr, "[load] %s on %s: %d precisions\n", cfg->name[0] ? cfg->name : a.model, a.backend, o.n_configs);
+    eco_engine_workload *wl = NULL;
+    time_t started = time(NULL);
+    e = eco_engine_workload_create(a.backend, w, &eo, o.precisions, o.n_configs, prompt, a.prompt_tokens, o.tokens, &wl);
+    if (!e && n_quality >= 2) e = eco_engine_workload_set_quality_tokens(wl, qtokens, n_quality, quality_name);
+    int rc = 1;
+    json_t *doc = NULL;
+    eco_measurement *m = NULL;
+    if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+    {
+        /* --iterations: at least that many generations in every window. */
+        eco_workload iface = eco_engine_workload_iface(wl);
+        o.min_generations = (int)iterations;
+        if ((e = eco_measure_run(&o, &iface, meter, &m))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+    }
+    {
+        char cuda_rt[256] = "";
+        if (!strcmp(a.backend, "cuda") && eco_cuda_device_name) eco_cuda_device_name(cuda_rt, sizeof cuda_rt);
+        char backend_name[64];
+        snprintf(backend_name, sizeof backend_name, "%s%s", a.backend, a.reference_stack ? "-reference-stack" : "");
+        const char *notes[4] = {NULL};
+        int nn = 0;
+        if (meter && !strcmp(a.backend, "cpu"))
+            notes[nn++] = "the energy meter measured a GPU while the workload ran on the CPU: a test of the harness, not a result";
+        eco_energy_meta meta = {.run_id = a.run_id, .started = started, .engine_backend = backend_name,
+                                .cuda_runtime = cuda_rt[0] ? cuda_rt : NULL, .gpu = meter ? &card : NULL,
+                                .gpu_arch = gpu_arch, .weights_source = a.weights_dir ? "checkpoint" : "synthetic",
+                                .model = preset ? preset->hf_id : (a.model ? a.model : a.weights_dir),
+                                .preset = preset ? preset->name : NULL,
+                                .params_b = (double)eco_model_param_count(cfg) / 1e9, .synthetic_seed = a.weights_seed,
+                                .prompt_tokens = a.prompt_tokens, .energy_unavailable_reason = reason, .notes = notes};
+        if ((e = eco_energy_json(m, &meta, &doc))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+    }
+    {
+        /* Validate what we publish against the published schema before writing it. */
+        char schema_path[PATH_MAX];
+        if (a.schema) snprintf(schema_path, sizeof schema_path, "%s", a.schema);
+        else if (!find_file(SCHEMA_REL, argv[0], schema_path, sizeof schema_path)) {
+            fprintf(stderr, "eco measure: cannot find %s (use --schema)\n", SCHEMA_REL);
+            goto done;
+        }
+        eco_schema *schema;
+        if (eco_schema_compile_file(schema_path, 0, &schema)) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+        eco_schema_errors errs;
+        eco_schema_errors_init(&errs);
+        eco_err ve = eco_schema_validate(schema, doc, &errs);
+        for (size_t i = 0; i < errs.count; i++)
+            fprintf(stderr, "eco measure: energy.json invalid at %s: %s\n", errs.items[i].instance_path, errs.items[i].message);
+        eco_schema_errors_free(&errs);
+        eco_schema_free(schema);
+        if (ve) goto done;
+    }
+    if (json_dump_file(doc, a.out, JSON_INDENT(1) | JSON_REAL_PRECISION(10))) {
+        fprintf(stderr, "eco measure: cannot write %s: %s\n", a.out, strerror(errno));
+        goto done;
+    }
+    {
+        char *md;
+        if ((e = eco_energy_report_md(doc, &md))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+        FILE *f = fopen(a.report, "w");
+        if (!f || fputs(md, f) < 0) { fprintf(stderr, "eco measure: cannot write %s\n", a.report); free(md); if (f) fclose(f); goto done; }
+        fclose(f);
+        if (!o.quiet) fputs(md, stdout);
+        free(md);
+    }
+    if (!o.quiet) fprintf(stderr, "[done] wrote %s and %s\n", a.out, a.report);
+    rc = 0;
+done:
+    json_decref(doc);
+    eco_measurement_free(m);
+    eco_engine_workload_free(wl);
+    free(prompt);
+    free(qtokens);
+    eco_nvml_close(meter);
+    eco_weights_free(w);
+    return rc;
+}

@@ -1,0 +1,188 @@
+/* The readable Markdown report of an energy.json document (any valid one, ours or a replication's). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eco/measure.h"
+
+static const char *str(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : dflt;
+}
+
+static void num(FILE *f, const json_t *v, const char *fmt)
+{
+    if (json_is_number(v)) fprintf(f, fmt, json_number_value(v));
+    else fputs("—", f);
+}
+
+static void interval(FILE *f, const json_t *v, const char *fmt)
+{
+    if (json_is_array(v) && json_array_size(v) == 2) {
+        fputc('[', f);
+        num(f, json_array_get(v, 0), fmt);
+        fputs(", ", f);
+        num(f, json_array_get(v, 1), fmt);
+        fputc(']', f);
+    } else {
+        fputs("—", f);
+    }
+}
+
+static const json_t *find_by_precision(const json_t *arr, const char *precision)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) if (!strcmp(str(v, "precision", ""), precision)) return v;
+    return NULL;
+}
+
+static void flags_line(FILE *f, const json_t *flags)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(flags, i, v) fprintf(f, "%s`%s`", i ? ", " : "", json_string_value(v));
+    if (!json_array_size(flags)) fputs("none", f);
+}
+
+eco_err eco_energy_report_md(const json_t *doc, char **markdown)
+{
+    if (!json_is_object(doc)) return eco_fail(ECO_EINVAL, "report: the document is not a JSON object");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return eco_fail(ECO_ENOMEM, "report: out of memory");
+    const json_t *env = json_object_get(doc, "environment"), *gpu = json_object_get(env, "gpu");
+    const json_t *host = json_object_get(env, "host"), *meter = json_object_get(doc, "meter");
+    const json_t *proto = json_object_get(doc, "protocol"), *w = json_object_get(doc, "weights");
+    const json_t *sw = json_object_get(doc, "software"), *idle = json_object_get(doc, "idle");
+    const json_t *results = json_object_get(doc, "results"), *comps = json_object_get(doc, "comparisons");
+    const char *device = json_is_object(gpu) ? str(gpu, "name", "GPU") : "CPU (no GPU meter)";
+    const char *basis = str(meter, "basis", "unavailable");
+
+    fprintf(f, "# Energy per generated token: %s on %s\n\n", str(w, "model", "model"), device);
+    if (json_is_true(json_object_get(doc, "example")))
+        fputs("> **Example document: illustrative numbers, not a measurement.**\n\n", f);
+    fprintf(f, "Run `%s`, %s · %s %s (build %s), backend %s · meter basis **%s**\n\n", str(doc, "run_id", "?"),
+            str(doc, "created_utc", "?"), str(sw, "tool", "eco"), str(sw, "version", "?"), str(sw, "build", "?"),
+            str(sw, "engine_backend", "?"), basis);
+
+    fputs("## Headline\n\n", f);
+    size_t i;
+    json_t *c;
+    json_array_foreach(comps, i, c) {
+        const char *p = str(c, "precision", "?"), *verdict = str(c, "verdict", "unavailable");
+        if (!json_is_number(json_object_get(c, "delta_pct"))) {
+            fprintf(f, "- **%s** vs fp16: energy unavailable (%s)\n", p, str(c, "energy_unavailable_reason", "no meter"));
+            continue;
+        }
+        double d = json_number_value(json_object_get(c, "delta_pct"));
+        fprintf(f, "- **%s** vs fp16: %s%.1f%% energy per token (95%% CI ", p, d >= 0 ? "+" : "", d);
+        interval(f, json_object_get(c, "ci95_pct"), "%+.1f%%");
+        fprintf(f, ", %lld paired blocks, %s) — **%s**\n", (long long)json_integer_value(json_object_get(c, "n_pairs")),
+                str(c, "basis", basis), !strcmp(verdict, "saves") ? "quantization saves energy" :
+                                        !strcmp(verdict, "costs") ? "quantization costs energy" : "inconclusive");
+    }
+    fputs("\n## Results per precision (decode, prefill excluded)\n\n", f);
+    fputs("| precision | mJ/token gross | mJ/token net of idle | 95% CI (mJ) | CV % | n | tokens/s | mean W | ΔE% vs fp16 [95% CI] | KL to fp16 | top-1 agree | perplexity | flags |\n", f);
+    fputs("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|\n", f);
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        const char *p = str(r, "precision", "?");
+        fprintf(f, "| %s | ", p);
+        num(f, json_object_get(r, "mj_per_token_gross"), "%.2f");
+        fputs(" | ", f);
+        num(f, json_object_get(r, "mj_per_token_net"), "%.2f");
+        fputs(" | ", f);
+        interval(f, json_object_get(r, "ci95_mj"), "%.2f");
+        fputs(" | ", f);
+        num(f, json_object_get(r, "cv_pct"), "%.2f");
+        fprintf(f, " | %lld | ", (long long)json_integer_value(json_object_get(r, "n")));
+        num(f, json_object_get(r, "tokens_per_s"), "%.1f");
+        fputs(" | ", f);
+        num(f, json_object_get(r, "mean_power_w"), "%.1f");
+        fputs(" | ", f);
+        const json_t *cmp = find_by_precision(comps, p);
+        if (cmp && json_is_number(json_object_get(cmp, "delta_pct"))) {
+            num(f, json_object_get(cmp, "delta_pct"), "%+.1f");
+            fputc(' ', f);
+            interval(f, json_object_get(cmp, "ci95_pct"), "%+.1f");
+        } else {
+            fputs(strcmp(p, "fp16") ? "—" : "baseline", f);
+        }
+        const json_t *q = json_object_get(r, "quality");
+        fputs(" | ", f);
+        num(f, json_object_get(q, "kl_to_fp16"), "%.4g");
+        fputs(" | ", f);
+        num(f, json_object_get(q, "top1_agreement"), "%.3f");
+        fputs(" | ", f);
+        num(f, json_object_get(q, "perplexity"), "%.3f");
+        fputs(" | ", f);
+        flags_line(f, json_object_get(r, "flags"));
+        fputs(" |\n", f);
+    }
+
+    fputs("\n## Meter and protocol\n\n", f);
+    const json_t *st = json_object_get(meter, "self_test");
+    fprintf(f, "- Energy: %s; sampler every %lld ms, %lld samples, %lld dropped.\n", str(meter, "method", "none"),
+            (long long)json_integer_value(json_object_get(meter, "sampler_period_ms")),
+            (long long)json_integer_value(json_object_get(meter, "sampler_samples")),
+            (long long)json_integer_value(json_object_get(meter, "dropped_samples")));
+    fputs("- Self-test: idle counter ", f);
+    num(f, json_object_get(st, "idle_counter_w"), "%.1f W");
+    fputs(" vs instant-field trapezoid ", f);
+    num(f, json_object_get(st, "idle_instant_trapz_w"), "%.1f W");
+    fputs("; counter update every ", f);
+    num(f, json_object_get(st, "counter_update_median_ms"), "%.1f ms");
+    fputs(" (read ", f);
+    num(f, json_object_get(st, "counter_read_latency_median_ms"), "%.2f ms");
+    fputs(").\n- Idle power before / after: ", f);
+    num(f, json_object_get(idle, "before_w"), "%.1f W");
+    fputs(" / ", f);
+    num(f, json_object_get(idle, "after_w"), "%.1f W");
+    fprintf(f, ".\n- Protocol %s: batch 1, greedy, %lld generated tokens after a %lld-token prompt, %lld warm-ups, "
+               "%lld blocks in seeded random order (seed %lld), windows of at least ",
+            str(proto, "version", "?"), (long long)json_integer_value(json_object_get(proto, "tokens")),
+            (long long)json_integer_value(json_object_get(proto, "prompt_tokens")),
+            (long long)json_integer_value(json_object_get(proto, "warmups")),
+            (long long)json_integer_value(json_object_get(proto, "blocks")),
+            (long long)json_integer_value(json_object_get(proto, "seed")));
+    num(f, json_object_get(proto, "min_window_s"), "%.1f s");
+    fprintf(f, ", prefill %s.\n", json_is_true(json_object_get(proto, "prefill_excluded")) ? "measured separately and excluded" : "included");
+    fprintf(f, "- Weights: %s (%s", str(w, "model", "?"), str(w, "source", "?"));
+    if (json_is_number(json_object_get(w, "params_b"))) fprintf(f, ", %.2fB parameters", json_number_value(json_object_get(w, "params_b")));
+    fputs(").\n\n## Environment\n\n", f);
+    if (json_is_object(gpu)) {
+        fprintf(f, "- GPU: %s (%s), UUID %s, driver %s, CUDA driver %lld\n", str(gpu, "name", "?"), str(gpu, "arch", "?"),
+                str(gpu, "uuid", "?"), str(gpu, "driver_version", "?"),
+                (long long)json_integer_value(json_object_get(gpu, "cuda_driver_version")));
+        fputs("- Power limit ", f);
+        num(f, json_object_get(gpu, "power_limit_w"), "%.0f W");
+        fputs(" (enforced ", f);
+        num(f, json_object_get(gpu, "power_limit_enforced_w"), "%.0f W");
+        fputs("); SM clock ", f);
+        num(f, json_object_get(gpu, "sm_clock_mhz"), "%.0f");
+        fputs(" of ", f);
+        num(f, json_object_get(gpu, "sm_clock_max_mhz"), "%.0f MHz");
+        fputs(", memory ", f);
+        num(f, json_object_get(gpu, "mem_clock_mhz"), "%.0f MHz");
+        fprintf(f, "; persistence %s; clock events at start: %s\n",
+                json_integer_value(json_object_get(gpu, "persistence_mode")) == 1 ? "on" : "off/unknown",
+                str(gpu, "clock_event_reasons", "?"));
+        fputs("- Clocks and power limits were recorded, never changed.\n", f);
+    } else {
+        fputs("- No GPU: energy is not measured on the CPU backend.\n", f);
+    }
+    fprintf(f, "- Host: %s, %s, %lld cores\n", str(host, "cpu", "?"), str(host, "os", "?"),
+            (long long)json_integer_value(json_object_get(host, "cpu_cores")));
+    fputs("\n## Flags and notes\n\n- Flags: ", f);
+    flags_line(f, json_object_get(doc, "flags"));
+    fputc('\n', f);
+    json_t *n;
+    json_array_foreach(json_object_get(doc, "notes"), i, n) fprintf(f, "- %s\n", json_string_value(n));
+    if (fclose(f)) { free(buf); return eco_fail(ECO_EIO, "report: write failed"); }
+    *markdown = buf;
+    return ECO_OK;
+}
