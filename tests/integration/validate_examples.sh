@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `eco validate` against the energy.json examples: valid ones exit 0, each invalid one exits 1 and reports
+# exactly the JSON Pointers its sidecar (.expect) lists; usage, I/O and malformed JSON exit 2.
+set -euo pipefail
+: "${ECO_BIN:?}" "${ECO_SOURCE_DIR:?}"
+ex="$ECO_SOURCE_DIR/data/schema/examples"
+schema="$ECO_SOURCE_DIR/data/schema/energy.schema.json"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+expect_rc() { # expected-rc out-file command...
+  local want=$1 out=$2; shift 2
+  local rc=0
+  "$@" >"$out" 2>"$out.err" || rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$out" "$out.err" >&2; fail "$* exited $rc, expected $want"; }
+}
+
+# Valid examples, schema found three ways: --schema, ECO_SCHEMA, and relative to the executable / ECO_SOURCE_DIR.
+expect_rc 0 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$ex/energy.example.valid.json" "$ex/energy.example.cpu-no-meter.json"
+grep -qx "$ex/energy.example.valid.json: valid" "$tmp/out" || fail "no 'valid' line: $(cat "$tmp/out")"
+grep -qx "$ex/energy.example.cpu-no-meter.json: valid" "$tmp/out" || fail "no 'valid' line for cpu example"
+ECO_SCHEMA="$schema" expect_rc 0 "$tmp/out" "$ECO_BIN" validate "$ex/energy.example.valid.json"
+expect_rc 0 "$tmp/out" env -u ECO_SCHEMA "$ECO_BIN" validate "$ex/energy.example.valid.json"
+expect_rc 0 "$tmp/out" "$ECO_BIN" validate --quiet "$ex/energy.example.valid.json"
+[ ! -s "$tmp/out" ] || fail "--quiet printed for a valid file"
+expect_rc 0 "$tmp/out" "$ECO_BIN" validate --schema "$schema" - <"$ex/energy.example.valid.json"
+grep -qx -- "-: valid" "$tmp/out" || fail "stdin not validated"
+
+# Invalid examples: exit 1, and the reported pointers are exactly those of the sidecar.
+n=0
+for doc in "$ex"/energy.invalid.*.json; do
+  side="${doc%.json}.expect"
+  [ -f "$side" ] || fail "no sidecar for $doc"
+  expect_rc 1 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$doc"
+  grep -v '^#' "$side" | sed '/^$/d; s/ [^ ]*$//' | sort >"$tmp/want"
+  sed "s|^$doc: ||; s|: .*||" "$tmp/out" | sort >"$tmp/got"
+  diff -u "$tmp/want" "$tmp/got" >&2 || fail "$doc: reported pointers differ from $side"
+  n=$((n + 1))
+done
+[ "$n" -ge 10 ] || fail "only $n invalid examples"
+
+# A mix of valid and invalid files: 1, both reported.
+expect_rc 1 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$ex/energy.example.valid.json" "$ex/energy.invalid.zero-energy.json"
+grep -q ": valid$" "$tmp/out" || fail "valid file not reported in a mixed run"
+grep -q "energy.invalid.zero-energy.json: /results/1/mj_per_token_gross: must be > 0, got 0" "$tmp/out" || fail "message: $(cat "$tmp/out")"
+
+# --json: machine-readable verdicts with pointer and keyword.
+expect_rc 1 "$tmp/out" "$ECO_BIN" validate --json --schema "$schema" "$ex/energy.invalid.two-errors.json"
+grep -q '"instance_path": "/protocol"' "$tmp/out" || fail "--json lacks instance_path: $(cat "$tmp/out")"
+grep -q '"keyword": "required"' "$tmp/out" || fail "--json lacks keyword"
+grep -q '"valid": false' "$tmp/out" || fail "--json lacks verdict"
+
+# Malformed JSON: exit 2 with line and column.
+printf '{\n  "schema_version": "2.0.0",\n  "results": [1, 2,]\n}\n' >"$tmp/bad.json"
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$tmp/bad.json"
+grep -q "bad.json:3:[0-9]*: malformed JSON" "$tmp/out.err" || fail "no line/column: $(cat "$tmp/out.err")"
+# Duplicate keys are refused as malformed.
+printf '{"schema_version": "2.0.0", "schema_version": "2.0.0"}' >"$tmp/dup.json"
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$tmp/dup.json"
+grep -q "duplicate" "$tmp/out.err" || fail "duplicate key not named"
+# Missing file, usage errors, unreadable schema.
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$tmp/nope.json"
+grep -q "nope.json: cannot open" "$tmp/out.err" || fail "missing file message: $(cat "$tmp/out.err")"
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --bogus "$ex/energy.example.valid.json"
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$tmp/nope.schema.json" "$ex/energy.example.valid.json"
+expect_rc 2 "$tmp/out" env ECO_SCHEMA="$tmp/nope.schema.json" "$ECO_BIN" validate "$ex/energy.example.valid.json"
+# A schema using an unsupported keyword is refused, not half-applied.
+echo '{"unevaluatedProperties": false}' >"$tmp/unsup.schema.json"
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$tmp/unsup.schema.json" "$ex/energy.example.valid.json"
+grep -q "not supported" "$tmp/out.err" || fail "unsupported keyword not reported: $(cat "$tmp/out.err")"
+expect_rc 0 "$tmp/out" "$ECO_BIN" validate --help
+grep -q "usage: eco validate" "$tmp/out" || fail "no usage text"
+echo "validate_examples: $n invalid examples and the valid ones behave as expected"
