@@ -1,0 +1,122 @@
+/* The CUDA backend against the CPU reference on the same quantized weights: logits cosine per format and
+ * identical greedy tokens away from ties. Skipped (not passed) where no CUDA device exists, e.g. in CI. */
+#include <string.h>
+
+#include "eco_test.h"
+#include "eco/cuda.h"
+#include "eco/engine.h"
+#include "eco/model.h"
+
+static eco_model_config tiny(eco_model_family fam)
+{
+    eco_model_config c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "tiny-%s", eco_model_family_name(fam));
+    c.family = fam;
+    c.hidden = 256;
+    c.intermediate = 512;
+    c.layers = 3;
+    c.heads = 8;
+    c.kv_heads = fam == ECO_FAMILY_PHI3 ? 8 : 2;
+    c.head_dim = 32;
+    c.vocab = 1000;
+    c.max_pos = 512;
+    c.rope_theta = 10000;
+    c.rms_eps = 1e-5;
+    c.qkv_bias = fam == ECO_FAMILY_QWEN2;
+    c.tie_embeddings = fam == ECO_FAMILY_QWEN2;
+    return c;
+}
+
+static int have_device(void)
+{
+    char name[256];
+    return &eco_backend_cuda && eco_cuda_device_name && eco_cuda_device_name(name, sizeof name) == ECO_OK;
+}
+
+static double cosine(const float *a, const float *b, int n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) { ab += (double)a[i] * b[i]; aa += (double)a[i] * a[i]; bb += (double)b[i] * b[i]; }
+    return ab / sqrt(aa * bb);
+}
+
+/* Second-largest gap: a token is compared only when the top two logits are not (near) tied. */
+static double top2_margin(const float *l, int n)
+{
+    float a = -INFINITY, b = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (l[i] > a) { b = a; a = l[i]; } else if (l[i] > b) b = l[i];
+    }
+    return a - b;
+}
+
+static void compare(eco_model_family fam, eco_precision p, double min_cos)
+{
+    eco_model_config c = tiny(fam);
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = p;
+    o.kv_f16 = true; /* the GPU caches K/V in fp16 */
+    o.max_seq = 64;
+    eco_engine *cpu, *gpu;
+    assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
+    float *lc = malloc(sizeof(float) * c.vocab), *lg = malloc(sizeof(float) * c.vocab);
+    int32_t tok = 11;
+    double worst = 1.0;
+    int compared = 0;
+    for (int step = 0; step < 24; step++) {
+        assert_int_equal(eco_engine_step(cpu, tok, lc), ECO_OK);
+        assert_int_equal(eco_engine_step(gpu, tok, lg), ECO_OK);
+        double cs = cosine(lc, lg, c.vocab);
+        if (cs < worst) worst = cs;
+        int32_t tc = eco_argmax(lc, c.vocab), tg = eco_argmax(lg, c.vocab);
+        if (top2_margin(lc, c.vocab) > 1e-2) { assert_int_equal(tc, tg); compared++; }
+        tok = tc;
+    }
+    print_message("%-8s %-10s worst logits cosine %.7f, %d greedy tokens compared\n", eco_model_family_name(fam),
+                  eco_precision_name(p), worst, compared);
+    assert_true(worst >= min_cos);
+    assert_true(compared >= 12);
+    free(lc);
+    free(lg);
+    eco_engine_free(cpu);
+    eco_engine_free(gpu);
+    eco_weights_free(w);
+}
+
+static void test_formats_match_cpu_reference(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    /* Same quantized bytes on both sides: only accumulation order differs (fp16 needs >= 0.9999). */
+    const struct { eco_precision p; double min_cos; } cases[] = {
+        {ECO_PREC_FP16, 0.9999}, {ECO_PREC_INT8, 0.9999}, {ECO_PREC_INT8_MIXED, 0.999},
+        {ECO_PREC_NF4, 0.9999},  {ECO_PREC_NF4_DQ, 0.9999}, {ECO_PREC_FP8, 0.9999},
+    };
+    const eco_model_family fams[] = {ECO_FAMILY_LLAMA, ECO_FAMILY_QWEN2, ECO_FAMILY_PHI3};
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare(fams[f], cases[i].p, cases[i].min_cos);
+}
+
+static void test_reference_stack_mode_same_numbers(void **state)
+{
+    (void)state;
+    if (!have_device() || !eco_cuda_set_reference_stack) skip();
+    eco_cuda_set_reference_stack(true);
+    compare(ECO_FAMILY_LLAMA, ECO_PREC_INT8_MIXED, 0.999);
+    compare(ECO_FAMILY_LLAMA, ECO_PREC_NF4, 0.9999);
+    eco_cuda_set_reference_stack(false);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_formats_match_cpu_reference),
+        cmocka_unit_test(test_reference_stack_mode_same_numbers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
