@@ -175,6 +175,57 @@ static void test_bad_text(void **state)
     eco_tokenizer_free(tok);
 }
 
+/* The NFC-inert ranges the node test validated with String.prototype.normalize are exactly the ones the
+ * C tokenizer accepts: each range's ends encode, the code points just outside are refused. */
+static bool in_ranges(json_t *ranges, long cp)
+{
+    for (size_t i = 0; i < json_array_size(ranges); i++) {
+        json_t *r = json_array_get(ranges, i);
+        if (cp >= json_integer_value(json_array_get(r, 0)) && cp <= json_integer_value(json_array_get(r, 1))) return true;
+    }
+    return false;
+}
+
+static void test_nfc_ranges(void **state)
+{
+    (void)state;
+    eco_tokenizer *tok = load_fixture("qwen2");
+    json_t *root = load_cases("qwen2");
+    json_t *ranges = json_object_get(root, "nfc_inert_ranges");
+    assert_true(json_array_size(ranges) >= 5);
+    size_t probes = 0;
+    for (size_t i = 0; i < json_array_size(ranges); i++) {
+        json_t *r = json_array_get(ranges, i);
+        long lo = (long)json_integer_value(json_array_get(r, 0)), hi = (long)json_integer_value(json_array_get(r, 1));
+        long cps[] = {lo - 1, lo, (lo + hi) / 2, hi, hi + 1};
+        for (size_t k = 0; k < 5; k++) {
+            long cp = cps[k];
+            if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+            char text[8];
+            size_t n = 0;
+            if (cp < 0x80) text[n++] = (char)cp;
+            else if (cp < 0x800) { text[n++] = (char)(0xC0 | (cp >> 6)); text[n++] = (char)(0x80 | (cp & 0x3F)); }
+            else if (cp < 0x10000) {
+                text[n++] = (char)(0xE0 | (cp >> 12)); text[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                text[n++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                text[n++] = (char)(0xF0 | (cp >> 18)); text[n++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                text[n++] = (char)(0x80 | ((cp >> 6) & 0x3F)); text[n++] = (char)(0x80 | (cp & 0x3F));
+            }
+            int32_t *ids;
+            size_t nids;
+            eco_err err = eco_tokenizer_encode(tok, text, n, &ids, &nids);
+            eco_err want = in_ranges(ranges, cp) ? ECO_OK : ECO_EUNSUPPORTED;
+            if (err != want) fail_msg("U+%04lX: got %s, want %s", cp, eco_err_name(err), eco_err_name(want));
+            if (!err) free(ids);
+            probes++;
+        }
+    }
+    assert_true(probes >= 40);
+    json_decref(root);
+    eco_tokenizer_free(tok);
+}
+
 /* ---- hand-made tokenizers */
 
 /* A byte-level tokenizer whose vocab holds only the listed tokens (other bytes are dropped, as in HF). */
@@ -405,7 +456,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_gpt2),   cmocka_unit_test(test_fixture_qwen2),   cmocka_unit_test(test_fixture_llama3),
-        cmocka_unit_test(test_lookups),        cmocka_unit_test(test_bad_text),        cmocka_unit_test(test_merge_order),
+        cmocka_unit_test(test_lookups),        cmocka_unit_test(test_nfc_ranges),        cmocka_unit_test(test_bad_text),        cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_added_tokens),   cmocka_unit_test(test_split_behaviors), cmocka_unit_test(test_long_pretoken),
         cmocka_unit_test(test_malformed),
     };
