@@ -112,7 +112,7 @@ char *api_metrics_render(const api_metrics *cm, size_t *len)
                 sb_printf(&b, "eco_http_requests_total{route=\"%s\",status=\"other\"} %llu\n",
                           api_route_name((api_route)r), (unsigned long long)n);
         }
-    sb_printf(&b, "# HELP eco_http_request_duration_seconds Time from request line to response sent, by route.\n"
+    sb_printf(&b, "# HELP eco_http_request_duration_seconds Time from the request line to the answer being queued, by route.\n"
                   "# TYPE eco_http_request_duration_seconds histogram\n");
     for (unsigned r = 0; r < ROUTE_COUNT; r++) {
         uint64_t counts[API_LATENCY_BUCKETS + 1], total = 0;

@@ -74,10 +74,9 @@ static json_t *ref(const char *kind, const char *name)
 }
 
 /* Query parameters from a request schema's properties (the same names a JSON body takes). */
-static json_t *query_parameters(json_t *schemas, const char *request)
+static json_t *query_parameters(json_t *schema)
 {
     json_t *params = json_array();
-    json_t *schema = json_object_get(schemas, request);
     json_t *props = json_object_get(schema, "properties");
     json_t *required = json_object_get(schema, "required");
     const char *name;
@@ -133,7 +132,7 @@ static json_t *operation(const char *id, const char *tag, const char *summary, c
 }
 
 /* GET (query) [+ POST (JSON body)] operations of a service-backed path. */
-static json_t *service_path(json_t *schemas, const char *name, const char *tag, const char *what, bool post,
+static json_t *service_path(json_t *schemas, json_t *query_only, const char *name, const char *tag, const char *what, bool post,
                             const char *request, const char *response)
 {
     json_t *path = json_object();
@@ -144,8 +143,9 @@ static json_t *service_path(json_t *schemas, const char *name, const char *tag, 
     snprintf(desc, sizeof desc, "%s. Parameters come from the query string; numbers and lists (comma-separated) are "
              "parsed from text. Unknown parameters are rejected with 400 naming the parameter.", what);
     json_t *get = operation(id, tag, summary, desc);
-    if (request && json_object_get(schemas, request))
-        json_object_set_new(get, "parameters", query_parameters(schemas, request));
+    json_t *req_schema = json_object_get(schemas, request);
+    if (!req_schema) req_schema = json_object_get(query_only, request);
+    if (req_schema) json_object_set_new(get, "parameters", query_parameters(req_schema));
     json_t *responses = json_object();
     json_object_set_new(responses, "200", ok_response("The answer.", json_content(ref("schemas", response))));
     add_errors(responses, false, true);
@@ -191,9 +191,12 @@ static json_t *problem_response(const char *description)
 json_t *eco_api_openapi(void)
 {
     json_t *schemas = json_object();
+    /* request schemas of GET-only operations become parameters only: as unreferenced components they would
+     * be dead weight (and redocly's no-unused-components rightly flags them) */
+    json_t *query_only = json_object();
     for (size_t i = 0; i < sizeof schema_names / sizeof schema_names[0]; i++) {
         json_t *s = eco_service_schema(schema_names[i]);
-        if (s) add_schema(schemas, schema_names[i], s);
+        if (s) add_schema(strcmp(schema_names[i], "measurements_request") ? schemas : query_only, schema_names[i], s);
     }
     if (!json_object_get(schemas, "problem")) /* the transport's own shape, should the service lack one */
         json_object_set_new(schemas, "problem", json_pack(
@@ -206,15 +209,15 @@ json_t *eco_api_openapi(void)
 
     json_t *paths = json_object();
     json_object_set_new(paths, "/v1/estimate",
-                        service_path(schemas, "estimate", "estimate",
+                        service_path(schemas, query_only, "estimate", "estimate",
                                      "Estimate the change in energy per token (ΔE%) of a precision against FP16", true,
                                      "estimate_request", "estimate_response"));
     json_object_set_new(paths, "/v1/optimize",
-                        service_path(schemas, "optimize", "optimize",
+                        service_path(schemas, query_only, "optimize", "optimize",
                                      "Best precision and batch size under VRAM / latency budgets", true,
                                      "optimize_request", "optimize_response"));
     json_object_set_new(paths, "/v1/measurements",
-                        service_path(schemas, "measurements", "data",
+                        service_path(schemas, query_only, "measurements", "data",
                                      "Measured comparisons (reference data and replications), filtered", false,
                                      "measurements_request", "measurements_response"));
     json_object_set_new(paths, "/v1/architectures",
@@ -273,5 +276,6 @@ json_t *eco_api_openapi(void)
         "description", "Architectures, GPUs, models and measurements behind the curves", "name", "meta",
         "description", "The document, liveness and metrics",
         "paths", paths, "components", "schemas", schemas, "responses", responses, "headers", headers);
+    json_decref(query_only);
     return doc;
 }

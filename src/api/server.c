@@ -35,6 +35,7 @@ struct eco_api {
 
 typedef struct {
     uint64_t t0_ns;
+    api_metrics *metrics;
     api_route route;
     unsigned status;   /* 0 until a response is queued */
     bool started;      /* the handler's first call has been seen */
@@ -69,6 +70,8 @@ static enum MHD_Result queue(struct MHD_Connection *con, request *rq, unsigned s
 {
     if (!r) return MHD_NO; /* out of memory: MHD drops the connection */
     rq->status = status;
+    /* counted before the bytes leave, so a client that reads /metrics after its answer always sees it */
+    if (rq->metrics) api_metrics_record(rq->metrics, rq->route, status, api_now_ns() - rq->t0_ns);
     return MHD_queue_response(con, status, r);
 }
 
@@ -142,7 +145,7 @@ static enum MHD_Result send_service_error(struct MHD_Connection *con, request *r
 
 static enum MHD_Result send_json(struct MHD_Connection *con, request *rq, json_t *result, const char *cache)
 {
-    char *text = json_dumps(result, JSON_COMPACT);
+    char *text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(result);
     if (!text) return send_problem(con, rq, 500, "urn:ecocompute:problem:internal", "cannot serialise the answer", NULL, NULL);
     return send_body(con, rq, 200, text, strlen(text), true, CT_JSON, cache, NULL);
@@ -302,13 +305,14 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 {
-    (void)cls;
+    eco_api *api = cls;
     (void)con;
     size_t len = strnlen(uri, ECO_API_MAX_URL_BYTES + 1);
     request *rq = malloc(sizeof *rq + len + 1);
     if (!rq) return NULL;
     memset(rq, 0, sizeof *rq);
     rq->t0_ns = api_now_ns();
+    rq->metrics = &api->metrics;
     rq->route = ROUTE_NONE;
     rq->uri_len = len > ECO_API_MAX_URL_BYTES ? strlen(uri) : len;
     memcpy(rq->uri, uri, len);
@@ -320,10 +324,9 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, 
 {
     (void)con;
     (void)toe;
-    eco_api *api = cls;
+    (void)cls;
     request *rq = *con_cls;
     if (!rq) return;
-    if (rq->status) api_metrics_record(&api->metrics, rq->route, rq->status, api_now_ns() - rq->t0_ns);
     free(rq->body);
     free(rq);
     *con_cls = NULL;
@@ -338,7 +341,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     request *rq = *con_cls;
     if (!rq) {
         /* the URI callback ran out of memory; MHD has already decoded the path, which is still usable */
-        rq = on_uri(NULL, url, con);
+        rq = on_uri(api, url, con);
         if (!rq) return MHD_NO;
         *con_cls = rq;
     }
