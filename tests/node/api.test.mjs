@@ -198,6 +198,11 @@ test('bad input is a 400 problem naming the field', async () => {
   await assertProblem(q, 400, 'gpu');
 });
 
+test('a valid request without data behind it is a 422 problem', async () => {
+  const p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=T4&params_b=7&precision=int8`), 422, 'precision');
+  assert.match(p.detail, /int8/);
+});
+
 test('unknown route is 404, wrong method is 405 with Allow', async () => {
   const p = await assertProblem(await fetch(`${server.base}/v1/nope`), 404);
   assert.match(p.detail, /\/v1\/nope/);

@@ -40,7 +40,10 @@ async function startServer() {
 const json = (o) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(o) });
 const CASES = [
   ['get', '/v1/estimate', '?gpu=A100&params_b=7&precision=nf4', {}, 200],
-  ['get', '/v1/estimate', '?gpu=RTX%204090&model=llama-2-7b&precision=int8&batch=8', {}, null],
+  ['get', '/v1/estimate', '?gpu=RTX%204090&model=Mistral-7B-v0.3&precision=int8-mixed&batch=8', {}, 200],
+  ['get', '/v1/estimate', '?gpu=RTX%204090&model=no-such-model', {}, 400],
+  ['get', '/v1/estimate', '?gpu=T4&params_b=7&precision=int8', {}, 422],
+  ['post', '/v1/estimate', '', json({ gpu: 'T4', params_b: 7, precision: 'fp8' }), 422],
   ['get', '/v1/estimate', '?gpu=A100&params_b=abc', {}, 400],
   ['get', '/v1/estimate', '?gpu=A100&params_b=7&unknown=1', {}, 400],
   ['get', '/v1/estimate', '?gpu=NoSuchGPU&params_b=7', {}, 400],
@@ -50,7 +53,7 @@ const CASES = [
   ['post', '/v1/estimate', '', json({ gpu: 'A100', params_b: '13' }), 400],
   ['post', '/v1/estimate', '', { method: 'POST', body: 'x'.repeat(9000) }, 413],
   ['get', '/v1/optimize', '?gpu=RTX%204090&params_b=7&max_vram_gb=24', {}, 200],
-  ['get', '/v1/optimize', '?gpu=T4&params_b=70&max_vram_gb=1', {}, null],
+  ['get', '/v1/optimize', '?gpu=T4&params_b=70&max_vram_gb=1', {}, 200],
   ['get', '/v1/optimize', '?params_b=7', {}, 400],
   ['post', '/v1/optimize', '', json({ gpu: 'A100', params_b: 13 }), 200],
   ['post', '/v1/optimize', '', { method: 'POST', body: '[]' }, 400],
