@@ -72,6 +72,7 @@ typedef struct {
     char arch[16];
     eco_precision precision;
     char protocol[96];                                      /* the protocol fitted, or "pooled" */
+    char backend[96];                                       /* software stack fitted (split_backend), "" otherwise */
     size_t n_pooled;                                         /* > 0 only with the pool option */
     char pooled_protocols[ECO_FIT_MAX_PROTOCOLS][96];
     size_t n_sessions;
@@ -133,6 +134,8 @@ typedef struct {
     int precision;         /* -1 = every precision, else eco_precision */
     const char *protocol;  /* NULL = each (arch, precision)'s largest protocol group */
     bool pool;             /* fit every protocol together and record pooled_protocols */
+    bool split_backend;    /* also split a protocol by software stack (record.backend); default true: the same
+                            * protocol on two bitsandbytes/torch stacks differed 2x (RTX 4090 INT8, July vs August) */
     bool anchor_compat;    /* the anchor's unweighted S >= 0 saturating fit, for comparison */
     eco_weighting weighting;
     uint64_t seed;         /* 0 = ECO_FIT_DEFAULT_SEED */

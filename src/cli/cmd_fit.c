@@ -17,6 +17,7 @@ static void usage(FILE *out)
             "  --precision P       only this precision (int8, int8-mixed, nf4, nf4-dq, fp8)\n"
             "  --protocol KEY      fit rows of this protocol (default: each group's largest protocol)\n"
             "  --pool              pool every protocol (recorded as pooled_protocols)\n"
+            "  --no-split-backend  do not split a protocol by software stack (record.backend)\n"
             "  --source-file F     only records imported from this file (e.g. measured.csv, the anchor's fit input)\n"
             "  --weighting W       trials (default), inverse-variance, none\n"
             "  --anchor-compat     the anchor project's fit (saturating, S >= 0, unweighted) for comparison\n"
@@ -43,6 +44,7 @@ int eco_cmd_fit(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (!strcmp(a, "--pool")) { opt.pool = true; continue; }
         if (!strcmp(a, "--anchor-compat")) { opt.anchor_compat = true; continue; }
+        if (!strcmp(a, "--no-split-backend")) { opt.split_backend = false; continue; }
         if (!strcmp(a, "--quiet")) { quiet = true; continue; }
         if (!val) { fprintf(stderr, "eco fit: %s needs a value (or is unknown)\n", a); usage(stderr); return 2; }
         i++;
@@ -108,6 +110,7 @@ int eco_cmd_fit(int argc, char **argv)
             fmt_num(cx, sizeof cx, c->crossover_b, "%.2fB");
             printf("%-9s %-10s %-34s %3zu %-11s %-10s %-30s %8s %8s %9s\n", c->arch, eco_precision_name(c->precision), c->protocol,
                    c->n_anchors, rng, eco_curve_form_name(c->form), par, sd, loo, cx);
+            if (c->backend[0]) printf("          backend: %s\n", c->backend);
             if (c->n_excluded) printf("          (%zu row(s) left out: e.g. %s: %s)\n", c->n_excluded, c->excluded[0].source, c->excluded[0].reason);
         }
         printf("wrote %s: %zu curve(s) from %zu record(s)\n", out, set->n_curves, set->n_records);

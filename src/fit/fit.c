@@ -64,6 +64,7 @@ void eco_fit_options_default(eco_fit_options *o)
     memset(o, 0, sizeof *o);
     o->precision = -1;
     o->weighting = ECO_WEIGHT_TRIALS;
+    o->split_backend = true;
     o->seed = ECO_FIT_DEFAULT_SEED;
     o->n_boot = ECO_FIT_BOOT;
 }
@@ -236,6 +237,15 @@ static double loo_errors(const eco_curve *c, eco_curve_form form, const fit_data
     return sqrt(ss / sw);
 }
 
+/* Group identity: the protocol key, plus the software stack when splitting by backend. */
+static void group_key(const eco_record *r, bool split, char *buf, size_t cap)
+{
+    char k[96];
+    eco_record_protocol_key(r, k, sizeof k);
+    if (split && r->backend[0]) snprintf(buf, cap, "%s [%s]", k, r->backend);
+    else snprintf(buf, cap, "%s", k);
+}
+
 static void add_excluded(eco_curve *c, const eco_record *r, const char *fmt, const char *arg)
 {
     if (c->n_excluded >= ECO_FIT_MAX_EXCLUDED) return;
@@ -279,7 +289,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
     c->seed = opt.seed;
 
     /* usable rows and their protocols */
-    char keys[ECO_FIT_MAX_PROTOCOLS * 4][96];
+    char keys[ECO_FIT_MAX_PROTOCOLS * 4][200];
     size_t counts[ECO_FIT_MAX_PROTOCOLS * 4] = {0}, trials[ECO_FIT_MAX_PROTOCOLS * 4] = {0}, nkeys = 0;
     bool *usable = calloc(n, sizeof *usable);
     if (!usable) return eco_fail(ECO_ENOMEM, "fit: out of memory");
@@ -296,22 +306,22 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
             continue;
         }
         usable[i] = true;
-        char k[96];
+        char k[96], g[200];
         eco_record_protocol_key(r, k, sizeof k);
+        if (opt.protocol && !opt.pool && strcmp(k, opt.protocol)) continue; /* excluded below */
+        group_key(r, opt.split_backend, g, sizeof g);
         size_t j = 0;
-        while (j < nkeys && strcmp(keys[j], k)) j++;
-        if (j == nkeys && nkeys < sizeof keys / sizeof keys[0]) snprintf(keys[nkeys++], 96, "%s", k);
+        while (j < nkeys && strcmp(keys[j], g)) j++;
+        if (j == nkeys && nkeys < sizeof keys / sizeof keys[0]) snprintf(keys[nkeys++], sizeof keys[0], "%s", g);
         if (j < nkeys) { counts[j]++; trials[j] += (size_t)r->n_trials; }
     }
 
-    const char *chosen = NULL;
+    const char *chosen = NULL; /* group key */
     if (opt.pool) {
         snprintf(c->protocol, sizeof c->protocol, "pooled");
         for (size_t j = 0; j < nkeys && c->n_pooled < ECO_FIT_MAX_PROTOCOLS; j++)
-            snprintf(c->pooled_protocols[c->n_pooled++], 96, "%s", keys[j]);
-    } else if (opt.protocol) {
-        chosen = opt.protocol;
-    } else {
+            snprintf(c->pooled_protocols[c->n_pooled++], 96, "%.95s", keys[j]);
+    } else if (nkeys) {
         /* largest group; ties: more trials, then the smaller key (deterministic) */
         size_t best = 0;
         for (size_t j = 1; j < nkeys; j++)
@@ -319,19 +329,24 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
                                               (trials[j] > trials[best] ||
                                                (trials[j] == trials[best] && strcmp(keys[j], keys[best]) < 0))))
                 best = j;
-        chosen = nkeys ? keys[best] : NULL;
+        chosen = keys[best];
     }
-    if (chosen) snprintf(c->protocol, sizeof c->protocol, "%s", chosen);
 
     /* anchors */
     for (size_t i = 0; i < n; i++) {
         if (!usable[i]) continue;
         const eco_record *r = &rows[i];
-        char k[96];
+        char k[96], g[200];
         eco_record_protocol_key(r, k, sizeof k);
-        if (chosen && strcmp(k, chosen)) {
-            add_excluded(c, r, opt.protocol ? "protocol %s not selected" : "protocol %s: not pooled with the largest group", k);
+        group_key(r, opt.split_backend, g, sizeof g);
+        if (opt.protocol && !opt.pool && strcmp(k, opt.protocol)) { add_excluded(c, r, "protocol %s not selected", k); continue; }
+        if (chosen && strcmp(g, chosen)) {
+            add_excluded(c, r, "%.60s: not the largest group", g);
             continue;
+        }
+        if (chosen && !c->protocol[0]) {
+            snprintf(c->protocol, sizeof c->protocol, "%s", k);
+            if (opt.split_backend) snprintf(c->backend, sizeof c->backend, "%s", r->backend);
         }
         if (c->n_anchors >= ECO_FIT_MAX_ANCHORS) { add_excluded(c, r, "%s", "over the anchor limit"); continue; }
         eco_anchor *a = &c->anchors[c->n_anchors++];
@@ -356,7 +371,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
     free(usable);
     if (c->n_anchors == 0)
         return eco_fail_field(ECO_EINVAL, "protocol", "%s/%s: no usable row%s%s", c->arch, eco_precision_name(c->precision),
-                              chosen ? " with protocol " : "", chosen ? chosen : "");
+                              opt.protocol ? " with protocol " : "", opt.protocol ? opt.protocol : "");
 
     /* weights, normalised to mean 1 so the residual SD stays in points */
     c->weighting = opt.weighting;
@@ -499,37 +514,40 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
 {
     memset(fb, 0, sizeof *fb);
     snprintf(fb->arch, sizeof fb->arch, "%s", arch);
-    /* protocol: the selected one, else the arch's most common (absolute energy is not comparable across them) */
-    char keys[16][96];
+    /* the arch's largest group (absolute energy is not comparable across protocols or software stacks) */
+    char keys[16][200];
     size_t counts[16] = {0}, nk = 0;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(rows[i].arch, arch) || eco_record_check(&rows[i]) != ECO_OK) continue;
-        char k[96];
+        char k[96], g[200];
         eco_record_protocol_key(&rows[i], k, sizeof k);
+        if (opt->protocol && strcmp(k, opt->protocol)) continue;
+        group_key(&rows[i], opt->split_backend, g, sizeof g);
         size_t j = 0;
-        while (j < nk && strcmp(keys[j], k)) j++;
-        if (j == nk && nk < 16) snprintf(keys[nk++], 96, "%s", k);
+        while (j < nk && strcmp(keys[j], g)) j++;
+        if (j == nk && nk < 16) snprintf(keys[nk++], sizeof keys[0], "%s", g);
         if (j < nk) counts[j]++;
     }
     eco_clear_error();
-    const char *chosen = opt->protocol;
-    if (opt->pool) chosen = NULL;
-    else if (!chosen && nk) {
+    const char *chosen = NULL;
+    if (!opt->pool && nk) {
         size_t b = 0;
         for (size_t j = 1; j < nk; j++)
             if (counts[j] > counts[b] || (counts[j] == counts[b] && strcmp(keys[j], keys[b]) < 0)) b = j;
         chosen = keys[b];
     }
-    snprintf(fb->protocol, sizeof fb->protocol, "%s", chosen ? chosen : "pooled");
+    snprintf(fb->protocol, sizeof fb->protocol, "%.95s", chosen ? chosen : "pooled");
     /* distinct baselines: rows sharing (gpu, size, fp16 energy) are one baseline measured once */
     double sizes[ECO_FIT_MAX_FP16 * 4];
     size_t ns = 0;
     for (size_t i = 0; i < n; i++) {
         const eco_record *r = &rows[i];
         if (strcmp(r->arch, arch) || eco_record_check(r) != ECO_OK) continue;
-        char k[96];
+        char k[96], g[200];
         eco_record_protocol_key(r, k, sizeof k);
-        if (chosen && strcmp(k, chosen)) continue;
+        group_key(r, opt->split_backend, g, sizeof g);
+        if (opt->protocol && strcmp(k, opt->protocol)) continue;
+        if (chosen && strcmp(g, chosen)) continue;
         bool dup = false;
         for (size_t j = 0; j < i && !dup; j++) {
             const eco_record *q = &rows[j];

@@ -44,6 +44,7 @@ json_t *eco_curves_to_json(const eco_curve_set *set)
                               "sessions", sess, "form", eco_curve_form_name(c->form), "weighting",
                               eco_weighting_name(c->weighting), "anchor_compat", c->anchor_compat, "params", "A", num(c->A),
                               "S", num(c->S), "nstar", num(c->nstar), "s_cap_pct", num(c->s_cap_pct), "form_note", c->form_note);
+        json_object_set_new(o, "backend", json_string(c->backend));
         json_object_set_new(o, "n_anchors", json_integer((json_int_t)c->n_anchors));
         json_object_set_new(o, "n_distinct_sizes", json_integer((json_int_t)c->n_distinct_sizes));
         json_object_set_new(o, "n_min_b", num(c->n_min_b));
@@ -139,6 +140,7 @@ static eco_err read_curve(const json_t *o, eco_curve *c, const char *w)
     TRY(get_str(o, "precision", tmp, sizeof tmp, w));
     if (eco_precision_parse(tmp, &c->precision) || c->precision == ECO_PREC_FP16) { eco_clear_error(); return bad(w, "bad precision"); }
     TRY(get_str(o, "protocol", c->protocol, sizeof c->protocol, w));
+    TRY(get_str(o, "backend", c->backend, sizeof c->backend, w));
     TRY(get_arr(o, "pooled_protocols", ECO_FIT_MAX_PROTOCOLS, &a, w));
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *s = json_array_get(a, i);

@@ -129,6 +129,7 @@ static json_t *estimate_response(void)
                "range95", range95(false), "label", enum_of("measured", "interpolated", "extrapolated", "estimated", NULL), "n",
                json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "n_anchors", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1),
                "cv_pct", tnull("number"), "sessions", str_list(), "anchors", array_of(anchor()), "protocol", t("string"),
+               "backend", described(t("string"), "Software stack the curve was fitted on (\"\" when pooled)."),
                "pooled_protocols", str_list(), "arch_used", arch_enum(), "proxy",
                nullable(obj("arch", arch_enum(), "reason", t("string"), NULL)), "recommendation",
                enum_of("quantize", "do_not_quantize", "depends", NULL), "crossover_b", tnull("number"), "curve", curve, "energy",

@@ -243,6 +243,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     json_object_set_new(r, "sessions", sessions);
     json_object_set_new(r, "anchors", anchors);
     json_object_set_new(r, "protocol", json_string(c->protocol));
+    json_object_set_new(r, "backend", json_string(c->backend));
     json_object_set_new(r, "pooled_protocols", pooled);
     json_object_set_new(r, "arch_used", json_string(est.arch_used));
     json_object_set_new(r, "proxy", est.proxy_reason ? json_pack("{s:s, s:s}", "arch", est.arch_used, "reason", est.proxy_reason)
