@@ -323,6 +323,9 @@ static eco_err tool_schema(const char *name, bool input, json_t **out)
         json_decref(copy);
         return eco_fail(ECO_ESTATE, "service schema '%s' is not an object schema; MCP needs \"type\":\"object\"", name);
     }
+    /* Common-subset schemas read the same in both dialects; without "$schema" a 2025-06-18 client's draft-07
+     * validator takes them as they are (with it, Ajv's draft-07 meta-validation refuses the 2020-12 URI). */
+    json_object_del(copy, "$schema");
     if (input) {
         json_object_del(copy, "anyOf");
         json_object_del(copy, "oneOf");
