@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# eco import / eco export end to end: reference folder, idempotent re-import, a corrupted copy (rejected rows
+# reported as file:line, the rest kept), replications (valid, invalid, not JSON), export filters and formats.
+set -euo pipefail
+: "${ECO_BIN:?}" "${ECO_SOURCE_DIR:?}"
+REF="$ECO_SOURCE_DIR/data/reference"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 1. first import
+"$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > "$T/out1" || fail "first import exited $?"
+grep -qx 'files: 12 read, 0 failed' "$T/out1" || fail "files line: $(cat "$T/out1")"
+grep -qx 'rows: 205 read, 164 inserted, 0 updated, 0 unchanged, 19 linked, 12 fp16 baselines, 0 rejected' "$T/out1" \
+  || fail "rows line: $(cat "$T/out1")"
+
+# 2. re-import inserts nothing
+"$ECO_BIN" import --db "$T/eco.db" "$REF" > "$T/out2" || fail "second import exited $?"
+grep -q '^rows: 205 read, 0 inserted, 0 updated, 164 unchanged' "$T/out2" || fail "re-import: $(head -3 "$T/out2")"
+grep -q '^linked: ecocompute-ai_a800_summary.csv:3 -> measured.csv:28: ' "$T/out2" || fail "A800 duplicate not linked"
+
+# 3. export: CSV filtered, JSON
+"$ECO_BIN" export --db "$T/eco.db" --format csv --arch ada --precision nf4 > "$T/ada_nf4.csv"
+[ "$(wc -l < "$T/ada_nf4.csv")" -eq 15 ] || fail "ada nf4 export has $(wc -l < "$T/ada_nf4.csv") lines, want 15"
+head -1 "$T/ada_nf4.csv" | grep -q '^source,origin,session,gpu,arch,' || fail "CSV header"
+grep -q '^measured.csv:10,reference,rtx4090-2026-07-container,RTX 4090,ada,24,Qwen2-7B,7,nf4,1,5467.88,3911.75,-28.4' \
+  "$T/ada_nf4.csv" || fail "RTX 4090 Qwen2-7B NF4 row"
+"$ECO_BIN" export --db "$T/eco.db" --format csv --source-file measured.csv --precision llm.int8 > "$T/int8.csv"
+[ "$(wc -l < "$T/int8.csv")" -eq 10 ] || fail "measured.csv int8-mixed export: $(wc -l < "$T/int8.csv") lines, want 10"
+"$ECO_BIN" export --db "$T/eco.db" --format json --source-file measured.csv > "$T/all.json"
+grep -q '"count": 29' "$T/all.json" || fail "JSON count"
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["records"])==29' "$T/all.json" || fail "JSON parse"
+fi
+set +e
+"$ECO_BIN" export --db "$T/eco.db" --format xml > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad format should exit 2"
+"$ECO_BIN" export --db "$T/none.db" > /dev/null 2>&1; [ $? -eq 1 ] || fail "missing db should exit 1"
+[ ! -e "$T/none.db" ] || fail "export created a database"
+set -e
+
+# 4. corrupted copy: rejected rows are reported with file:line, the others imported, exit 0
+mkdir "$T/bad"
+cp "$REF"/* "$T/bad/"
+chmod u+w "$T/bad"/*
+sed -i '5s/,3.0,NF4,/,three,NF4,/; 14s/,INT8,/,INT4,/' "$T/bad/measured.csv"
+printf 'RTX 4090,ada,24,broken\n' >> "$T/bad/measured.csv"
+"$ECO_BIN" import --db "$T/bad.db" --quiet "$T/bad" > "$T/out3" || fail "import with bad rows should exit 0"
+grep -qx "rejected: measured.csv:5: params_b 'three' is not a number" "$T/out3" || fail "line 5 not reported: $(cat "$T/out3")"
+grep -qx "rejected: measured.csv:14: unknown precision 'INT4' (this file maps NF4=nf4;INT8=int8-mixed)" "$T/out3" \
+  || fail "line 14 not reported"
+grep -qx 'rejected: measured.csv:31: expected 12 fields, got 4' "$T/out3" || fail "line 31 not reported"
+grep -q ', 3 rejected$' "$T/out3" || fail "rejected count"
+n=$("$ECO_BIN" export --db "$T/bad.db" --source-file measured.csv | wc -l)
+[ "$n" -eq 28 ] || fail "bad copy kept $((n - 1)) measured.csv records, want 27"
+
+# 5. nothing importable, or a folder without a manifest: non-zero
+mkdir "$T/empty"
+set +e
+"$ECO_BIN" import --db "$T/e.db" "$T/empty" > /dev/null 2>&1; [ $? -eq 1 ] || fail "empty folder should exit 1"
+"$ECO_BIN" import --db "$T/e.db" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing path should exit 2"
+set -e
+
+# 6. replications: a valid energy.json, the same again, an invalid one, not JSON
+EX="$ECO_SOURCE_DIR/data/schema/examples"
+"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" > "$T/rep1" || fail "valid replication exited $?"
+grep -q '^replication #1 stored: valid' "$T/rep1" || fail "valid replication: $(cat "$T/rep1")"
+"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" | grep -q '^replication #1 already stored' \
+  || fail "same document twice"
+set +e
+"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.invalid.zero-energy.json" > "$T/rep2" 2> "$T/rep2.err"
+[ $? -eq 1 ] || fail "invalid replication should exit 1"
+grep -q 'mj_per_token_gross' "$T/rep2.err" || fail "invalid replication error not shown"
+printf 'not json' > "$T/x.json"
+"$ECO_BIN" import --db "$T/eco.db" "$T/x.json" > /dev/null 2>&1; [ $? -eq 1 ] || fail "not-JSON should exit 1"
+printf '[1,2]' > "$T/arr.json"
+"$ECO_BIN" import --db "$T/eco.db" "$T/arr.json" > "$T/arr.out" 2>&1; [ $? -eq 1 ] || fail "array should exit 1"
+grep -q 'must be a JSON object' "$T/arr.out" || fail "array should be refused"
+set -e
+if command -v sqlite3 >/dev/null; then
+  [ "$(sqlite3 "$T/eco.db" 'select count(*) from replications')" = 2 ] || fail "replications stored"
+  [ "$(sqlite3 "$T/eco.db" "select validation from replications where id = 2")" = invalid ] || fail "status"
+  [ "$(sqlite3 "$T/eco.db" 'pragma journal_mode')" = wal ] || fail "WAL"
+fi
+echo "store_import: ok"
