@@ -55,7 +55,7 @@ int eco_cmd_fit(int argc, char **argv)
             if (!eco_arch_is_known(val)) { fprintf(stderr, "eco fit: --arch: unknown architecture '%s'\n", val); return 2; }
             opt.arch = val;
         } else if (!strcmp(a, "--precision")) {
-            eco_precision p;
+            eco_precision p = ECO_PREC_COUNT;
             if (eco_precision_parse(val, &p) || p == ECO_PREC_FP16) {
                 fprintf(stderr, "eco fit: --precision: %s\n", p == ECO_PREC_FP16 ? "fp16 is the baseline" : eco_last_error());
                 return 2;

@@ -169,6 +169,14 @@ static eco_err resolve_gpu(const char *gpu, const char **arch)
     return e == ECO_ENOTFOUND ? ECO_ENOTFOUND : e; /* eco_gpu_find's message lists the supported cards */
 }
 
+/* An unknown precision name is a lookup failure (400 with the list), not a malformed value. */
+static eco_err not_found_precision(void)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", eco_last_error()); /* the message buffer is reused by eco_fail */
+    return eco_fail_field(ECO_ENOTFOUND, "precision", "%s", msg);
+}
+
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 static json_t *range(double lo, double hi) { return json_pack("[o, o]", num(lo), num(hi)); }
 static json_t *notes_json(const char (*notes)[240], size_t n)
@@ -206,7 +214,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     const char *arch;
     if ((e = resolve_gpu(v[0].s, &arch))) return e;
     eco_precision prec = ECO_PREC_NF4;
-    if (v[1].present && (e = eco_precision_parse(v[1].s, &prec))) return eco_fail_field(ECO_ENOTFOUND, "precision", "%s", eco_last_error());
+    if (v[1].present && (e = eco_precision_parse(v[1].s, &prec))) return not_found_precision();
     if (prec == ECO_PREC_FP16)
         return eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)");
     double N;
@@ -450,7 +458,7 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     }
     eco_precision p;
     if (v[1].present) {
-        if (eco_precision_parse(v[1].s, &p)) return eco_fail_field(ECO_ENOTFOUND, "precision", "%s", eco_last_error());
+        if (eco_precision_parse(v[1].s, &p)) return not_found_precision();
         f.precision = eco_precision_name(p);
     }
     if (v[2].present) f.gpu = v[2].s;

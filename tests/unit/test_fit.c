@@ -1,0 +1,307 @@
+/* Fitter, estimator labels and optimizer on synthetic data with known answers. */
+#include "eco_test.h"
+
+#include <string.h>
+
+#include "eco/fit.h"
+#include "eco/stats.h"
+
+static void make_row(eco_record *r, const char *arch, eco_precision p, double N, double delta, int n_trials, const char *proto_method)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->arch, sizeof r->arch, "%s", arch);
+    snprintf(r->gpu, sizeof r->gpu, "synthetic");
+    snprintf(r->model, sizeof r->model, "m%.2f", N);
+    snprintf(r->method, sizeof r->method, "%s", proto_method);
+    snprintf(r->session, sizeof r->session, "s1");
+    snprintf(r->source, sizeof r->source, "synthetic:%g", N);
+    r->precision = p;
+    r->params_b = N;
+    r->e_fp16_mj = 1000.0 * N;
+    r->e_quant_mj = r->e_fp16_mj * (1 + delta / 100);
+    r->e_quant_sd_mj = r->e_fp16_sd_mj = r->cv_pct = NAN;
+    r->n_trials = n_trials;
+    r->tokens = 256;
+    r->basis = ECO_BASIS_GROSS;
+    r->batch = 1;
+}
+
+static double truth(double N) { return 60.0 - 120.0 * N / (N + 4.0); } /* A=60, S=120, N*=4 */
+
+static void test_recover_saturating(void **state)
+{
+    (void)state;
+    static const double sizes[] = {0.5, 1, 1.5, 2, 3, 4, 6, 8, 11, 14, 20, 30};
+    eco_record rows[12];
+    eco_rng rng;
+    eco_rng_seed(&rng, 7);
+    for (int i = 0; i < 12; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], truth(sizes[i]) + 0.5 * eco_rng_normal(&rng), 2, "m");
+    eco_curve *c = malloc(sizeof *c);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_curve(rows, 12, &o, c), ECO_OK);
+    assert_int_equal(c->form, ECO_FORM_SATURATING); /* beats the line on LOO when the data are saturating */
+    assert_near(c->A, 60, 3);
+    assert_near(c->S, 120, 6);
+    assert_near(c->nstar, 4, 0.6);
+    assert_true(c->resid_sd_pct < 1.0);
+    assert_near(c->crossover_b, 4.0, 0.3); /* 60 = 120 x/(1+x) -> x = 1 */
+    assert_int_equal(c->crossover_dir, -1);
+    assert_true(c->loo_median_abs_pct < 1.5);
+    double lo, hi;
+    eco_curve_band95(c, 5.0, &lo, &hi);
+    assert_true(lo < truth(5.0) && truth(5.0) < hi);
+    assert_true(hi - lo < 10); /* 2 x 1.96 x the 2-point noise floor + the bootstrap spread */
+    free(c);
+}
+
+/* A heavily-trialled point pulls the fit; with unit weights it would not. */
+static void test_weights_matter(void **state)
+{
+    (void)state;
+    eco_record rows[4];
+    make_row(&rows[0], "ada", ECO_PREC_NF4, 1, 10, 1, "m");
+    make_row(&rows[1], "ada", ECO_PREC_NF4, 2, 0, 1, "m");
+    make_row(&rows[2], "ada", ECO_PREC_NF4, 4, 10, 20, "m"); /* many trials */
+    make_row(&rows[3], "ada", ECO_PREC_NF4, 8, -20, 1, "m");
+    eco_curve *w = malloc(sizeof *w), *u = malloc(sizeof *u);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    o.n_boot = 16;
+    assert_int_equal(eco_fit_curve(rows, 4, &o, w), ECO_OK);
+    o.weighting = ECO_WEIGHT_NONE;
+    assert_int_equal(eco_fit_curve(rows, 4, &o, u), ECO_OK);
+    double rw = fabs(eco_curve_eval(w, 4) - 10), ru = fabs(eco_curve_eval(u, 4) - 10);
+    assert_true(rw < ru);
+    printf("weighted |fit(4) - 10| = %.2f, unweighted %.2f\n", rw, ru);
+    assert_true(rw < 0.5 * ru);
+    free(w);
+    free(u);
+}
+
+static void test_fallback_forms_and_protocols(void **state)
+{
+    (void)state;
+    eco_record rows[5];
+    make_row(&rows[0], "ampere", ECO_PREC_NF4, 7, -4, 2, "m");
+    make_row(&rows[1], "ampere", ECO_PREC_NF4, 9, -1.5, 2, "m");
+    make_row(&rows[2], "ampere", ECO_PREC_NF4, 14, 2.5, 2, "m");
+    make_row(&rows[3], "ampere", ECO_PREC_NF4, 3, 50, 2, "other-method"); /* another protocol */
+    make_row(&rows[4], "ampere", ECO_PREC_NF4, 5, 40, 2, "other-method");
+    eco_curve *c = malloc(sizeof *c);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_curve(rows, 5, &o, c), ECO_OK);
+    assert_int_equal(c->n_anchors, 3); /* largest protocol group only */
+    assert_int_equal(c->n_excluded, 2);
+    assert_string_equal(c->protocol, "tok256/gross/m");
+    assert_int_equal(c->form, ECO_FORM_LOGLINEAR);
+    assert_true(c->S > 0); /* rising: a rebound is representable */
+    assert_int_equal(c->crossover_dir, 1);
+    assert_true(c->crossover_b > 9 && c->crossover_b < 14);
+    o.protocol = "tok256/gross/other-method";
+    assert_int_equal(eco_fit_curve(rows, 5, &o, c), ECO_OK);
+    assert_int_equal(c->n_anchors, 2);
+    assert_int_equal(c->form, ECO_FORM_LOGLINEAR);
+    o.protocol = NULL;
+    o.pool = true;
+    assert_int_equal(eco_fit_curve(rows, 5, &o, c), ECO_OK);
+    assert_int_equal(c->n_anchors, 5);
+    assert_int_equal(c->n_pooled, 2);
+    o.pool = false;
+    assert_int_equal(eco_fit_curve(rows, 1, &o, c), ECO_OK);
+    assert_int_equal(c->form, ECO_FORM_CONSTANT);
+    assert_near(eco_curve_eval(c, 100), -4, 1e-12);
+    assert_int_equal(c->loo_n, 0);
+    /* bad input: mixed groups are refused with a message naming the row */
+    make_row(&rows[1], "ada", ECO_PREC_NF4, 9, -1.5, 2, "m");
+    assert_int_equal(eco_fit_curve(rows, 2, &o, c), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ada/nf4"));
+    free(c);
+}
+
+static void test_bootstrap_deterministic(void **state)
+{
+    (void)state;
+    eco_record rows[6];
+    static const double sizes[] = {0.5, 1.1, 1.5, 3, 7, 9};
+    for (int i = 0; i < 6; i++) make_row(&rows[i], "blackwell", ECO_PREC_NF4, sizes[i], truth(sizes[i]) + (i % 2 ? 3 : -3), 2, "m");
+    eco_curve *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_curve(rows, 6, &o, a), ECO_OK);
+    assert_int_equal(eco_fit_curve(rows, 6, &o, b), ECO_OK);
+    assert_int_equal(a->n_boot, ECO_FIT_BOOT);
+    assert_memory_equal(a->boot, b->boot, sizeof a->boot);
+    o.seed = 99;
+    assert_int_equal(eco_fit_curve(rows, 6, &o, b), ECO_OK);
+    assert_true(memcmp(a->boot, b->boot, sizeof a->boot) != 0);
+    assert_near(a->A, b->A, 1e-12); /* the point fit does not depend on the seed */
+    free(a);
+    free(b);
+}
+
+/* A set with an ada nf4 curve over 1-7B (anchor at 3B), an fp16 baseline, and nothing for hopper. */
+static eco_curve_set *make_set(void)
+{
+    eco_record rows[5];
+    static const double sizes[] = {1, 2, 3, 5, 7};
+    for (int i = 0; i < 5; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], 30 - 10 * i, 2, "m");
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 5, &o, set), ECO_OK);
+    return set;
+}
+
+static void test_labels_at_boundaries(void **state)
+{
+    (void)state;
+    eco_curve_set *set = make_set();
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_near(e.delta_pct, 10, 1e-9); /* the anchor's value, not the curve's */
+    assert_int_equal(e.n, 2);
+    assert_true(e.has_energy && e.e_fp16.label == ECO_LABEL_MEASURED);
+    assert_near(e.e_fp16.value_mj, 3000, 1e-6);
+    q.params_b = 3.0 * (1 + 1e-7); /* within the size tolerance */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    q.params_b = 3.01;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_INTERPOLATED);
+    q.params_b = 7.0; /* the upper bound is an anchor */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    q.params_b = 6.999;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
+    double w_in = e.hi_pct - e.lo_pct;
+    q.params_b = 7.01;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    q.params_b = 30;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    assert_true(e.hi_pct - e.lo_pct > w_in + 10); /* widened with log-distance */
+    assert_true(e.delta_pct >= -75 && e.lo_pct >= -75); /* s_cap */
+    q.params_b = 0.99;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    q.model = "m3.00"; /* measured by model name, whatever the exact size */
+    q.params_b = 3.09;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    q.model = NULL;
+    /* blackwell has no nf4 curve: proxy ada, estimated, no absolute energy, wider range */
+    q.arch = "blackwell";
+    q.params_b = 3.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_ESTIMATED);
+    assert_string_equal(e.arch_used, "ada");
+    assert_non_null(e.proxy_reason);
+    assert_false(e.has_energy);
+    /* no curve and no proxy curve: unsupported, naming what exists */
+    q.arch = "hopper";
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_EUNSUPPORTED);
+    assert_string_equal(eco_last_error_field(), "precision");
+    q.arch = "ada";
+    q.precision = ECO_PREC_INT8;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_EUNSUPPORTED);
+    assert_non_null(strstr(eco_last_error(), "nf4"));
+    q.precision = ECO_PREC_NF4;
+    q.params_b = -1;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "params_b");
+    q.params_b = 3;
+    q.arch = "volta";
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_ENOTFOUND);
+    /* recommendation follows the range's sign */
+    q.arch = "ada";
+    q.params_b = 1;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.recommendation, e.lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : e.hi_pct < 0 ? ECO_REC_QUANTIZE : ECO_REC_DEPENDS);
+    assert_int_equal(e.recommendation, ECO_REC_DO_NOT_QUANTIZE); /* +30 +- a few points */
+    free(set);
+}
+
+static void test_unknown_gpu(void **state)
+{
+    (void)state;
+    const eco_gpu_spec *g;
+    bool exact;
+    assert_int_equal(eco_gpu_find("Voodoo 5", &g, &exact), ECO_ENOTFOUND);
+    assert_string_equal(eco_last_error_field(), "gpu");
+    assert_non_null(strstr(eco_last_error(), "RTX 4090"));
+    assert_int_equal(eco_gpu_find("NVIDIA H200", &g, &exact), ECO_OK);
+    assert_string_equal(g->name, "H200");
+    assert_true(exact);
+    assert_int_equal(eco_gpu_find("NVIDIA A100-SXM4-80GB", &g, &exact), ECO_OK);
+    assert_string_equal(g->name, "A100 80GB");
+    assert_int_equal(eco_gpu_find("RTX 4090D", &g, &exact), ECO_OK);
+    assert_string_equal(g->name, "RTX 4090D");
+    assert_int_equal(eco_gpu_find("RTX 4080", &g, &exact), ECO_OK); /* known arch, card not in the table */
+    assert_false(exact);
+    assert_string_equal(g->arch, "ada");
+}
+
+static void test_optimizer_budgets(void **state)
+{
+    (void)state;
+    eco_curve_set *set = make_set();
+    const eco_gpu_spec *g;
+    assert_int_equal(eco_gpu_find("RTX 4090", &g, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    const eco_model_config *m = eco_preset_find("Qwen2.5-7B");
+    assert_non_null(m);
+    eco_optimize_query q = {.preset = m, .gpu = g, .ctx = 2048, .max_vram_gb = 12, .max_latency_ms = 30, .objective = ECO_OBJ_ENERGY};
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    assert_true(r->best >= 0);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].feasible) assert_true(r->cand[i].vram_gb <= 12 && r->cand[i].latency_ms <= 30);
+    const eco_candidate *b = &r->cand[r->best];
+    assert_int_equal(b->precision, ECO_PREC_NF4); /* fp16 weights alone (15 GB) exceed 12 GB */
+    for (size_t i = 0; i < r->n; i++) /* nothing feasible is better under the objective */
+        if (r->cand[i].feasible) assert_true(r->cand[i].score >= b->score);
+    assert_true(r->n_alt <= 3);
+    for (size_t a = 0; a < r->n_alt; a++) assert_true(r->cand[r->alt[a]].feasible && r->alt[a] != r->best);
+    /* latency objective picks the smallest step time */
+    q.objective = ECO_OBJ_LATENCY;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].feasible) assert_true(r->cand[i].latency_ms >= r->cand[r->best].latency_ms);
+    /* impossible budget: nothing feasible, closest infeasible reported with a reason */
+    q.max_vram_gb = 1;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    assert_int_equal(r->best, -1);
+    assert_true(r->closest_infeasible >= 0);
+    assert_non_null(strstr(r->cand[r->closest_infeasible].reason, "VRAM"));
+    assert_int_equal(r->n_feasible, 0);
+    free(r);
+    free(set);
+}
+
+static void test_batch_factor(void **state)
+{
+    (void)state;
+    assert_near(eco_batch_energy_factor(1), 1.0, 0);
+    assert_near(eco_batch_energy_factor(8), 1108.35 / 6907.42, 1e-12);
+    assert_near(eco_batch_energy_factor(64), 296.44 / 6907.42, 1e-12);
+    assert_near(eco_batch_energy_factor(1000), 296.44 / 6907.42, 1e-12);
+    double f3 = eco_batch_energy_factor(3);
+    assert_true(f3 < eco_batch_energy_factor(2) && f3 > eco_batch_energy_factor(4));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
+        cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
+        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu),
+        cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
