@@ -380,7 +380,11 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     const char *arch;
     TRYF(resolve_gpu(g_str[0], &arch));
     eco_precision prec = ECO_PREC_NF4;
-    if (present(1) && eco_precision_parse(g_str[1], &prec)) TRYF(eco_fail_field(ECO_ENOTFOUND, "precision", "%s", eco_last_error()));
+    if (present(1) && eco_precision_parse(g_str[1], &prec)) {
+        char msg[512]; /* copied first: formatting the last error into itself would overlap */
+        snprintf(msg, sizeof msg, "%s", eco_last_error());
+        TRYF(eco_fail_field(ECO_ENOTFOUND, "precision", "%s", msg));
+    }
     if (prec == ECO_PREC_FP16)
         TRYF(eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)"));
     double N;
