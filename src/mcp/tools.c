@@ -193,7 +193,8 @@ static void put_recommended_n(sbuf *s, eco_service *svc, const json_t *r)
     json_t *est = NULL;
     if (eco_service_estimate(svc, q, ECO_PARAMS_JSON, &est) == ECO_OK) {
         const char *label = strv(est, "label", "unknown");
-        sb_printf(s, " The %s ΔE is %s (n=%lld trials): ", prec, label, (long long)json_integer_value(at(est, "n")));
+        long long n = (long long)json_integer_value(at(est, "n"));
+        sb_printf(s, " The %s ΔE is %s (n=%lld trial%s): ", prec, label, n, n == 1 ? "" : "s");
         put_label_meaning(s, label, est);
         sb_printf(s, ".");
     }

@@ -231,7 +231,7 @@ test('recommend_config respects max_vram_gb and orders by the objective', async 
   const t = summary(r);
   assert.match(t, /^Best for energy: a 7B model on RTX 4090 is /);
   assert.ok(t.includes(`${s.recommended.precision} at batch ${s.recommended.batch}`));
-  assert.match(t, /\(n=\d+ trials\)/);
+  assert.match(t, /\(n=\d+ trials?\)/);
   assert.ok(t.includes('(modelled)'));
 
   // Without the budget, fp16 fits the card and the search space grows.
