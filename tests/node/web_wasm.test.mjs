@@ -54,7 +54,7 @@ test('estimate grid: wasm equals GET /v1/estimate within 1e-9, every label cover
           if (want.status !== 200) {
             assert.equal(got.ok, false, `${JSON.stringify(q)}: API ${want.status} but wasm answered`);
             assert.equal(got.field, want.body.field, `${JSON.stringify(q)}: error field differs`);
-            if (want.body.detail) assert.equal(got.message, want.body.detail, `${JSON.stringify(q)}: error message differs`);
+            if (want.body.detail && want.body.detail !== want.body.title) assert.equal(got.message, want.body.detail, `${JSON.stringify(q)}: error message differs`);
             errors++;
             continue;
           }
@@ -117,7 +117,7 @@ test('bad input: same error field as the API', async () => {
     assert.equal(got.ok, false, `${JSON.stringify(q)}: wasm accepted it`);
     assert.equal(got.field, want.body.field, `${JSON.stringify(q)}: field`);
     // the API drops the detail where the service formats eco_last_error() into itself (reported); compare when given
-    if (want.body.detail) assert.equal(got.message, want.body.detail, `${JSON.stringify(q)}: message`);
+    if (want.body.detail && want.body.detail !== want.body.title) assert.equal(got.message, want.body.detail, `${JSON.stringify(q)}: message`);
     else assert.ok(got.message.length > 10, `${JSON.stringify(q)}: wasm message empty`);
   }
 });
