@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,29 @@
 #include "api/api_internal.h"
 #include "eco/api.h"
 
+/* Reuse of answers to identical GETs. The service is deterministic for the curves loaded at start, so the
+ * same request target always yields the same bytes; caching the built MHD_Response (MHD reference-counts
+ * it) skips parsing, estimating, serialising and header building. One direct-mapped table per worker
+ * thread: no locks, and a colliding target simply replaces the slot. Measurements are not cached (the
+ * store can change while serving), nor errors or POSTs. */
+#define RESP_CACHE_SLOTS 512
+#define RESP_CACHE_MAX_KEY 1024
+typedef struct {
+    uint64_t hash;
+    size_t key_len;
+    char *key;
+    struct MHD_Response *resp;
+} cache_slot;
+typedef struct resp_cache {
+    struct resp_cache *next;
+    cache_slot slots[RESP_CACHE_SLOTS];
+} resp_cache;
+static _Thread_local resp_cache *tl_cache; /* MHD worker threads belong to one daemon, so one eco_api */
+
 struct eco_api {
     struct MHD_Daemon *daemon;
+    pthread_mutex_t caches_lock; /* only taken when a worker thread creates its table */
+    resp_cache *caches;
     eco_service *svc;
     bool has_web;
     char web_root[PATH_MAX];
@@ -143,12 +165,73 @@ static enum MHD_Result send_service_error(struct MHD_Connection *con, request *r
     return send_problem(con, rq, status, type, msg[0] ? msg : status_title(status), eco_last_error_field(), NULL);
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *con, request *rq, json_t *result, const char *cache)
+/* A 200 JSON response owning its text; NULL on out of memory. Consumes result. 15 significant digits
+ * round-trip every decimal the data holds without printing binary noise (4402.43, not 4402.4300000000003). */
+static struct MHD_Response *json_response(json_t *result, const char *cache)
 {
     char *text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(result);
-    if (!text) return send_problem(con, rq, 500, "urn:ecocompute:problem:internal", "cannot serialise the answer", NULL, NULL);
-    return send_body(con, rq, 200, text, strlen(text), true, CT_JSON, cache, NULL);
+    if (!text) return NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return NULL;
+    }
+    add_common_headers(r, CT_JSON, cache);
+    return r;
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static resp_cache *thread_cache(eco_api *api)
+{
+    if (tl_cache) return tl_cache;
+    resp_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    pthread_mutex_lock(&api->caches_lock);
+    c->next = api->caches;
+    api->caches = c;
+    pthread_mutex_unlock(&api->caches_lock);
+    return tl_cache = c;
+}
+
+static struct MHD_Response *cache_get(resp_cache *c, uint64_t h, const char *key, size_t len)
+{
+    cache_slot *s = &c->slots[h % RESP_CACHE_SLOTS];
+    return s->resp && s->hash == h && s->key_len == len && !memcmp(s->key, key, len) ? s->resp : NULL;
+}
+
+/* Takes over the caller's reference to r (dropped if the key cannot be stored). */
+static void cache_put(resp_cache *c, uint64_t h, const char *key, size_t len, struct MHD_Response *r)
+{
+    char *k = malloc(len);
+    if (!k) {
+        MHD_destroy_response(r);
+        return;
+    }
+    memcpy(k, key, len);
+    cache_slot *s = &c->slots[h % RESP_CACHE_SLOTS];
+    if (s->resp) MHD_destroy_response(s->resp); /* connections still sending it keep their own reference */
+    free(s->key);
+    *s = (cache_slot){h, len, k, r};
+}
+
+static void caches_free(eco_api *api)
+{
+    for (resp_cache *c = api->caches, *next; c; c = next) {
+        next = c->next;
+        for (size_t i = 0; i < RESP_CACHE_SLOTS; i++) {
+            if (c->slots[i].resp) MHD_destroy_response(c->slots[i].resp);
+            free(c->slots[i].key);
+        }
+        free(c);
+    }
+    api->caches = NULL;
 }
 
 /* ---------- routing ---------- */
@@ -251,6 +334,17 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
 
     if (rq->route == ROUTE_STATIC) return serve_static(api, con, rq, path);
 
+    resp_cache *rc = NULL;
+    uint64_t key_hash = 0;
+    if (is_get && rq->uri_len <= RESP_CACHE_MAX_KEY &&
+        (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_ARCHITECTURES ||
+         rq->route == ROUTE_GPUS || rq->route == ROUTE_MODELS) &&
+        (rc = thread_cache(api))) {
+        key_hash = fnv1a(rq->uri, rq->uri_len);
+        struct MHD_Response *hit = cache_get(rc, key_hash, rq->uri, rq->uri_len);
+        if (hit) return queue(con, rq, 200, hit);
+    }
+
     json_t *params = NULL, *result = NULL;
     eco_err err = ECO_OK;
     if (is_post) {
@@ -298,7 +392,12 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     json_decref(params);
     if (err) return send_service_error(con, rq, err);
     if (!result) return send_problem(con, rq, 500, "urn:ecocompute:problem:internal", "the service returned no answer", NULL, NULL);
-    return send_json(con, rq, result, cache);
+    struct MHD_Response *r = json_response(result, cache);
+    if (!r) return send_problem(con, rq, 500, "urn:ecocompute:problem:internal", "cannot serialise the answer", NULL, NULL);
+    enum MHD_Result ret = queue(con, rq, 200, r);
+    if (rc) cache_put(rc, key_hash, rq->uri, rq->uri_len, r);
+    else MHD_destroy_response(r);
+    return ret;
 }
 
 /* ---------- MHD callbacks ---------- */
@@ -414,6 +513,7 @@ eco_err eco_api_start(const eco_api_config *cfg, eco_api **out)
     eco_api *api = calloc(1, sizeof *api);
     if (!api) return eco_fail(ECO_ENOMEM, "out of memory starting the API");
     api->svc = cfg->svc;
+    pthread_mutex_init(&api->caches_lock, NULL);
     api->threads = cfg->threads ? cfg->threads : online_cpus();
     api_metrics_init(&api->metrics);
 
@@ -460,8 +560,9 @@ eco_err eco_api_start(const eco_api_config *cfg, eco_api **out)
         flags, cfg->port, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, api->threads, MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-        /* room for a request line up to ~60 KiB, so over-long targets reach us and get a 414 problem */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+        /* MHD zeroes this pool per request, so keep it small; still room for targets well past the 4 KiB
+         * limit, which then get our 414 problem rather than MHD's bare one */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_CONNECTION_LIMIT, 4096u,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
     if (!api->daemon) {
         int e = errno;
@@ -482,7 +583,9 @@ uint64_t eco_api_requests_total(const eco_api *api) { return api ? api_metrics_t
 void eco_api_stop(eco_api *api)
 {
     if (!api) return;
-    if (api->daemon) MHD_stop_daemon(api->daemon);
+    if (api->daemon) MHD_stop_daemon(api->daemon); /* joins the workers: no request touches the caches now */
+    caches_free(api);
+    pthread_mutex_destroy(&api->caches_lock);
     if (api->r_openapi) MHD_destroy_response(api->r_openapi);
     if (api->r_healthz) MHD_destroy_response(api->r_healthz);
     if (api->r_preflight) MHD_destroy_response(api->r_preflight);

@@ -385,10 +385,25 @@ test('/openapi.json is OpenAPI 3.1 with this build\'s version', async () => {
   assert.ok(doc.paths['/v1/estimate'].get.parameters.some((p) => p.name === 'params_b'));
 });
 
-test('concurrent clients all get answers', async () => {
-  const urls = Array.from({ length: 200 }, (_, i) => `${server.base}/v1/estimate?gpu=A100&params_b=${1 + (i % 50)}&precision=nf4`);
-  const statuses = await Promise.all(urls.map(async (u) => { const r = await fetch(u); await r.arrayBuffer(); return r.status; }));
-  assert.ok(statuses.every((s) => s === 200));
+test('concurrent clients each get the answer to their own query (response reuse is keyed correctly)', async () => {
+  // 400 requests over 50 distinct targets, twice each per worker thread at least: hits and misses interleave
+  const sizes = Array.from({ length: 400 }, (_, i) => 1 + (i % 50));
+  const got = await Promise.all(sizes.map(async (n) => {
+    const r = await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=${n}&precision=nf4`);
+    return { status: r.status, body: await r.json() };
+  }));
+  got.forEach(({ status, body }, i) => {
+    assert.equal(status, 200);
+    assert.equal(body.input.params_b, sizes[i]);
+  });
+  // a reused answer is byte-identical to a fresh one, and HEAD of a cached target has no body
+  const fresh = await (await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&precision=nf4&batch=1`)).text();
+  const reused = await (await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&precision=nf4&batch=1`)).text();
+  assert.equal(reused, fresh);
+  const head = await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&precision=nf4&batch=1`, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal((await head.text()).length, 0);
+  assert.equal(head.headers.get('content-length'), String(Buffer.byteLength(fresh)));
 });
 
 test('SIGTERM stops the server cleanly (runs last)', async () => {
