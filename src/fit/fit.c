@@ -301,7 +301,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
                                   r->arch, eco_precision_name(r->precision), c->arch, eco_precision_name(c->precision));
         }
         if (eco_record_check(r) != ECO_OK || !isfinite(eco_record_delta_pct(r))) {
-            add_excluded(c, r, "invalid row: %s", eco_last_error());
+            add_excluded(c, r, "invalid row: %.70s", eco_last_error());
             eco_clear_error();
             continue;
         }
@@ -339,7 +339,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
         char k[96], g[200];
         eco_record_protocol_key(r, k, sizeof k);
         group_key(r, opt.split_backend, g, sizeof g);
-        if (opt.protocol && !opt.pool && strcmp(k, opt.protocol)) { add_excluded(c, r, "protocol %s not selected", k); continue; }
+        if (opt.protocol && !opt.pool && strcmp(k, opt.protocol)) { add_excluded(c, r, "protocol %.60s not selected", k); continue; }
         if (chosen && strcmp(g, chosen)) {
             add_excluded(c, r, "%.60s: not the largest group", g);
             continue;
@@ -490,16 +490,53 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
     return ECO_OK;
 }
 
+/* k-th smallest of v[0..n) (v is reordered): Hoare quickselect, O(n), no allocation. */
+static double select_kth(double *v, size_t n, size_t k)
+{
+    size_t l = 0, r = n - 1;
+    while (l < r) {
+        double pivot = v[l + (r - l) / 2];
+        size_t i = l, j = r;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                double t = v[i]; v[i] = v[j]; v[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j) r = j;
+        else if (k >= i) l = i;
+        else return v[k];
+    }
+    return v[k];
+}
+
+/* Type-7 quantile (as eco_quantile) by selection: the estimator runs per request, a full sort is too slow. */
+static double quantile_select(double *v, size_t n, double p)
+{
+    double h = (double)(n - 1) * p;
+    size_t k = (size_t)h;
+    double a = select_kth(v, n, k);
+    if (k + 1 >= n) return a;
+    double b = v[k + 1]; /* after selection everything right of k is >= a: its minimum is order statistic k+1 */
+    for (size_t i = k + 2; i < n; i++)
+        if (v[i] < b) b = v[i];
+    return a + (h - (double)k) * (b - a);
+}
+
 void eco_curve_band95(const eco_curve *c, double params_b, double *lo, double *hi)
 {
-    double v[ECO_FIT_BOOT], scratch[ECO_FIT_BOOT];
+    double v[ECO_FIT_BOOT];
     double point = eco_curve_eval(c, params_b);
     double sig = isfinite(c->resid_sd_pct) && c->resid_sd_pct > 2.0 ? c->resid_sd_pct : 2.0;
     double dl = 0, dh = 0;
     if (c->n_boot > 1) {
         for (size_t k = 0; k < c->n_boot; k++)
             v[k] = eco_curve_eval_params(c->form, c->boot[k][0], c->boot[k][1], c->boot[k][2], c->s_cap_pct, params_b);
-        double q_lo = eco_quantile(v, c->n_boot, 0.025, scratch), q_hi = eco_quantile(v, c->n_boot, 0.975, scratch);
+        double q_lo = quantile_select(v, c->n_boot, 0.025), q_hi = quantile_select(v, c->n_boot, 0.975);
         dl = point - q_lo > 0 ? point - q_lo : 0;
         dh = q_hi - point > 0 ? q_hi - point : 0;
     }

@@ -137,6 +137,16 @@ static void test_bootstrap_deterministic(void **state)
     assert_int_equal(eco_fit_curve(rows, 6, &o, b), ECO_OK);
     assert_true(memcmp(a->boot, b->boot, sizeof a->boot) != 0);
     assert_near(a->A, b->A, 1e-12); /* the point fit does not depend on the seed */
+    /* the band's fast selection equals the sort-based quantiles of the stored samples */
+    double v[ECO_FIT_BOOT], scratch[ECO_FIT_BOOT], lo, hi;
+    for (size_t k = 0; k < a->n_boot; k++)
+        v[k] = eco_curve_eval_params(a->form, a->boot[k][0], a->boot[k][1], a->boot[k][2], a->s_cap_pct, 4.0);
+    double p = eco_curve_eval(a, 4.0), q_lo = eco_quantile(v, a->n_boot, 0.025, scratch), q_hi = eco_quantile(v, a->n_boot, 0.975, scratch);
+    double sig = a->resid_sd_pct > 2 ? a->resid_sd_pct : 2;
+    eco_curve_band95(a, 4.0, &lo, &hi);
+    double dl = p - q_lo > 0 ? p - q_lo : 0, dh = q_hi - p > 0 ? q_hi - p : 0;
+    assert_near(lo, p - sqrt(dl * dl + 1.96 * 1.96 * sig * sig), 1e-9);
+    assert_near(hi, p + sqrt(dh * dh + 1.96 * 1.96 * sig * sig), 1e-9);
     free(a);
     free(b);
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# eco import -> eco fit -> eco estimate / eco optimize on the reference data; checks JSON values and exit codes.
+set -euo pipefail
+: "${ECO_BIN:?}" "${ECO_SOURCE_DIR:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+jq_num() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval("d"+sys.argv[2]); print(v)' "$1" "$2"; }
+
+"$ECO_BIN" import --db "$tmp/eco.db" --quiet "$ECO_SOURCE_DIR/data/reference" >/dev/null
+"$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/curves.json" >"$tmp/fit.txt"
+grep -q "^ada .*nf4" "$tmp/fit.txt" || fail "fit table lacks ada nf4"
+# deterministic: a second fit gives the same bytes
+"$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/curves2.json" --quiet
+cmp -s "$tmp/curves.json" "$tmp/curves2.json" || fail "re-fit is not byte-identical"
+
+# measured anchor: RTX 4090 7B NF4 (July container session) = -28.46%
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 7e9 --gpu "RTX 4090" --precision nf4 --json >"$tmp/e1.json"
+[ "$(jq_num "$tmp/e1.json" '["label"]')" = measured ] || fail "7B ada nf4 should be measured"
+python3 - "$tmp/e1.json" <<'PY' || fail "7B ada nf4 values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d["delta_pct"] - (-28.46)) < 0.05, d["delta_pct"]
+lo, hi = d["range95"]
+assert lo < d["delta_pct"] < hi < 0, d["range95"]
+assert d["recommendation"] == "quantize"
+assert d["energy"]["fp16_mj_per_token"]["value"] > 0
+PY
+
+# preset model on a proxy arch
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu H200 --precision int8-mixed --json >"$tmp/e2.json"
+python3 - "$tmp/e2.json" <<'PY' || fail "H200 int8-mixed values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["label"] == "estimated" and d["arch_used"] == "ampere" and d["proxy"]["arch"] == "ampere"
+assert abs(d["input"]["params_b"] - 7.6156) < 0.01, d["input"]["params_b"]
+assert d["delta_pct"] > 50 and d["recommendation"] == "do_not_quantize"
+assert d["energy"] is None
+PY
+
+# plain output has the label, n and range
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 13 --gpu T4 >"$tmp/plain.txt"
+grep -q "extrapolated" "$tmp/plain.txt" || fail "plain output lacks the label"
+grep -q "range95" "$tmp/plain.txt" || fail "plain output lacks the range"
+
+# bad input: exit 2 and a message naming the field
+set +e
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 7 --gpu "Voodoo 5" 2>"$tmp/err.txt"; rc=$?
+set -e
+[ $rc -eq 2 ] || fail "unknown GPU exit $rc"
+grep -q "gpu: unknown GPU 'Voodoo 5'" "$tmp/err.txt" || fail "unknown GPU message: $(cat "$tmp/err.txt")"
+set +e
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params -7 --gpu T4 2>/dev/null; rc1=$?
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 7 --gpu T4 --bogus 1 2>/dev/null; rc2=$?
+"$ECO_BIN" optimize --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu T4 --objective cheapest 2>/dev/null; rc3=$?
+set -e
+[ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 2 ] || fail "bad input exits: $rc1 $rc2 $rc3"
+
+# optimizer respects budgets
+"$ECO_BIN" optimize --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu "RTX 4090" --max-vram-gb 16 --max-latency-ms 50 --objective energy --json >"$tmp/o1.json"
+python3 - "$tmp/o1.json" <<'PY' || fail "optimize values"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["recommended"]
+assert r is not None and r["vram_gb"] <= 16 and r["latency_ms"] <= 50, r
+assert r["precision"] != "fp16" or r["batch"] <= 2
+assert len(d["alternatives"]) <= 3
+for a in d["alternatives"]:
+    assert a["feasible"] and a["vram_gb"] <= 16 and a["latency_ms"] <= 50
+assert r["basis"]["latency"] == "modelled" and r["basis"]["vram"] == "modelled"
+assert d["feasible_count"] >= 1 and d["candidates_count"] >= d["feasible_count"]
+PY
+"$ECO_BIN" optimize --curves "$tmp/curves.json" --model-params 70 --gpu T4 --max-vram-gb 8 --json >"$tmp/o2.json"
+python3 - "$tmp/o2.json" <<'PY' || fail "infeasible optimize"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["recommended"] is None and d["closest_infeasible"]["reason"]
+PY
+echo "ok"
