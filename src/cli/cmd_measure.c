@@ -51,8 +51,7 @@ static int find_file(const char *rel, const char *argv0, char *buf, size_t cap)
 {
     const char *src = getenv("ECO_SOURCE_DIR");
     if (src) {
-        snprintf(buf, cap, "%s/%s", src, rel);
-        if (access(buf, R_OK) == 0) return 1;
+        if (snprintf(buf, cap, "%s/%s", src, rel) < (int)cap && access(buf, R_OK) == 0) return 1;
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -62,8 +61,7 @@ static int find_file(const char *rel, const char *argv0, char *buf, size_t cap)
         if (slash) *slash = '\0';
         const char *ups[] = {"..", "../..", "."};
         for (size_t i = 0; i < 3; i++) {
-            snprintf(buf, cap, "%s/%s/%s", exe, ups[i], rel);
-            if (access(buf, R_OK) == 0) return 1;
+            if (snprintf(buf, cap, "%s/%s/%s", exe, ups[i], rel) < (int)cap && access(buf, R_OK) == 0) return 1;
         }
     }
     snprintf(buf, cap, "%s", rel);

@@ -128,10 +128,12 @@ static eco_err quality(void *ctx, int config, json_t **out)
     double kl_sum = 0, kl_max = 0, nll = 0;
     int agree = 0, positions = 0;
     eco_engine_reset(eq);
-    eco_engine_reset(e0);
+    if (e0 != eq) eco_engine_reset(e0);
+    bool baseline = eq == e0; /* fp16 against itself: one pass, KL 0 and agreement 1 by definition */
     for (int t = 0; !err && t + 1 < wl->n_quality; t++) {
         if ((err = eco_engine_step(eq, wl->quality_tokens[t], lq))) break;
-        if ((err = eco_engine_step(e0, wl->quality_tokens[t], l0))) break;
+        if (baseline) memcpy(l0, lq, (size_t)vocab * sizeof *lq);
+        else if ((err = eco_engine_step(e0, wl->quality_tokens[t], l0))) break;
         eco_log_softmax(lq, vocab, pq);
         eco_log_softmax(l0, vocab, p0);
         double kl = 0;

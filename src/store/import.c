@@ -576,7 +576,7 @@ static eco_err parse_session_row(ctx *x, const manifest_entry *m, const header *
     snprintf(r->gpu, sizeof r->gpu, "%s", m->gpu[0] ? m->gpu : fld(row, col(h, "gpu")));
     snprintf(r->arch, sizeof r->arch, "%s", fld(row, col(h, "gpu_arch")));
     snprintf(out->hf_model, sizeof out->hf_model, "%s", fld(row, col(h, "model")));
-    snprintf(r->model, sizeof r->model, "%s", short_model(out->hf_model));
+    snprintf(r->model, sizeof r->model, "%.*s", (int)sizeof r->model - 1, short_model(out->hf_model));
     r->vram_gb = m->vram_gb;
     r->params_b = params;
     r->batch = batch;
@@ -1293,7 +1293,7 @@ static eco_err import_phase(ctx *x, const manifest_entry *m, const header *h, ec
             if ((e = reject(x, row.line, "expected %zu fields, got %zu", h->n, row.n_fields))) return e;
             continue;
         }
-        int batch;
+        int batch = 0;
         double v[6];
         bool good = parse_int(fld(&row, col(h, "batch_size")), &batch) && batch >= 1;
         for (int i = 0; i < 6 && good; i++) good = parse_num(fld(&row, col(h, need[3 + i])), &v[i]) && v[i] >= 0;
