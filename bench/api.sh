@@ -3,7 +3,8 @@
 # ECO_BIN overrides), then runs wrk against /v1/estimate (the estimator behind the transport) and /healthz
 # (a shared pre-built response: the transport-only ceiling), and prints req/s, p50/p99 and the ratio.
 # Targets on a 2-core machine: >= 50k req/s and p99 < 2 ms on /v1/estimate.
-# Env: DURATION (10s), CONNECTIONS (64), WRK_THREADS (2), THREADS (server threads, default nproc).
+# Env: DURATION (10s), CONNECTIONS (64), WRK_THREADS (2), THREADS (server threads, default nproc),
+# SERVER_CPUS / WRK_CPUS (taskset lists, e.g. 0,1 and 2,3, to keep the load generator off the server's cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ECO=${ECO_BIN:-build/eco}
@@ -20,7 +21,10 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null;
 trap cleanup EXIT
 "$ECO" import --db "$tmp/eco.db" data/reference >/dev/null 2>&1
 "$ECO" fit --db "$tmp/eco.db" --out "$tmp/curves.json" >/dev/null 2>&1
-"$ECO" serve --curves "$tmp/curves.json" --db "$tmp/eco.db" --port 0 --threads "$THREADS" 2>"$tmp/serve.log" &
+srv_pin=() wrk_pin=()
+[ -n "${SERVER_CPUS:-}" ] && srv_pin=(taskset -c "$SERVER_CPUS")
+[ -n "${WRK_CPUS:-}" ] && wrk_pin=(taskset -c "$WRK_CPUS")
+"${srv_pin[@]}" "$ECO" serve --curves "$tmp/curves.json" --db "$tmp/eco.db" --port 0 --threads "$THREADS" 2>"$tmp/serve.log" &
 pid=$!
 port=
 for _ in $(seq 100); do
@@ -51,7 +55,7 @@ TICK=$(getconf CLK_TCK)
 run() { # name url -> sets RPS P50 P99 CPU_US
   local out t0 t1 n
   t0=$(cpu_ticks)
-  out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${@:3}" "$2")
+  out=$("${wrk_pin[@]}" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency "${@:3}" "$2")
   t1=$(cpu_ticks)
   n=$(echo "$out" | awk '/requests in/ { print $1 }')
   CPU_US=$(awk -v d=$((t1 - t0)) -v n="$n" -v hz="$TICK" 'BEGIN { printf "%.1f", n ? d * 1e6 / hz / n : 0 }')
@@ -62,7 +66,7 @@ run() { # name url -> sets RPS P50 P99 CPU_US
   errs=$(echo "$out" | awk '/Non-2xx|Socket errors/ { print }')
   printf "%-14s %8s req/s   p50 %7s ms   p99 %7s ms   server CPU %6s us/req%s\n" "$1" "$RPS" "$P50" "$P99" "$CPU_US" "${errs:+  ($errs)}"
 }
-echo "eco serve: $THREADS threads; wrk -t$WRK_THREADS -c$CONNECTIONS -d$DURATION on loopback ($(nproc) CPUs shared; load average $(cut -d' ' -f1 /proc/loadavg) before)"
+echo "eco serve: $THREADS threads${SERVER_CPUS:+ on CPUs $SERVER_CPUS}; wrk${WRK_CPUS:+ on CPUs $WRK_CPUS} -t$WRK_THREADS -c$CONNECTIONS -d$DURATION on loopback ($(nproc) CPUs shared; load average $(cut -d' ' -f1 /proc/loadavg) before)"
 run "/healthz" "$base/healthz"
 H_RPS=$RPS
 run "/v1/estimate" "$est"
