@@ -35,7 +35,9 @@ gen=$site/gen
 mkdir -p "$gen"
 cp "$root/data/schema/energy.schema.json" "$gen/energy.schema.json"
 cp "$root/data/schema/examples/energy.example.valid.json" "$gen/energy.example.valid.json"
-if [ -f "$root/docs/METHODOLOGY.md" ]; then cp "$root/docs/METHODOLOGY.md" "$gen/methodology.md"; else rm -f "$gen/methodology.md"; fi
+# always present, so the page never requests a missing file
+if [ -f "$root/docs/METHODOLOGY.md" ]; then cp "$root/docs/METHODOLOGY.md" "$gen/methodology.md"
+else printf '*docs/METHODOLOGY.md is not in this checkout yet.*\n' >"$gen/methodology.md"; fi
 cp "$root/data/reference/ATTRIBUTION.md" "$gen/ATTRIBUTION.md"
 [ -z "$curves" ] || cp "$curves" "$gen/curves.json"
 

@@ -1,0 +1,220 @@
+// The site in Debian's chromium (headless, driven by playwright-core), served by `eco serve --web` from a site
+// built by scripts/build-web.sh: every page loads without console errors or outside requests; the Your-model
+// page's numbers equal GET /v1/estimate within 1e-9; the Replications page gives the right verdicts and error
+// fields; the Tested-models permalink and table sorting work; keyboard reaches the controls; a 390 px viewport
+// has no horizontal overflow. Screenshots go to test-artifacts/web/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { SRC, makeData, buildSite, startServer, stopServer, cleanup, diffJson } from './web_lib.mjs';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(join(SRC, 'node_modules/playwright-core'));
+const CHROMIUM = process.env.ECO_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = join(SRC, 'test-artifacts', 'web');
+const PAGES = ['index.html', 'estimate.html', 'replications.html', 'methodology.html', 'cite.html', 'corrections.html'];
+
+let data, srv, browser;
+
+before(async () => {
+  data = makeData('eco-web-browser-');
+  const site = buildSite(data);
+  srv = await startServer(data, site);
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+    // launch() runs chromium with a fresh temporary --user-data-dir of its own (it refuses one passed in args)
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  await stopServer(srv);
+  cleanup(data);
+});
+
+// A page with console errors, page errors and any request leaving 127.0.0.1 recorded.
+async function open(path, { width = 1280, height = 900 } = {}) {
+  const ctx = await browser.newContext({ viewport: { width, height } });
+  const page = await ctx.newPage();
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('request', (r) => { if (!r.url().startsWith(srv.base) && !r.url().startsWith('data:')) problems.push(`outside request: ${r.url()}`); });
+  await page.goto(`${srv.base}/${path}`);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
+  return { page, ctx, problems };
+}
+
+test('every page loads without console errors or outside requests; screenshots', async () => {
+  for (const p of PAGES) {
+    const { page, ctx, problems } = await open(p);
+    assert.deepEqual(problems, [], `${p}: ${problems.join('\n')}`);
+    assert.ok((await page.title()).includes('EcoCompute'), `${p}: title`);
+    assert.equal(await page.locator('nav.main a[aria-current="page"]').count(), 1, `${p}: current nav item`);
+    await page.screenshot({ path: join(SHOTS, `${p.replace('.html', '')}-desktop.png`), fullPage: true });
+    await ctx.close();
+  }
+});
+
+test('GET / serves the Tested models page', async () => {
+  const r = await fetch(`${srv.base}/`);
+  assert.equal(r.status, 200);
+  assert.match(await r.text(), /<h1>Tested models<\/h1>/);
+});
+
+async function apiEstimate(q) {
+  const qs = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== undefined && v !== ''));
+  const r = await fetch(`${srv.base}/v1/estimate?${qs}`);
+  assert.equal(r.status, 200, `API ${qs}`);
+  return r.json();
+}
+
+test('Your model: the page computes the same numbers as GET /v1/estimate', async () => {
+  const { page, ctx, problems } = await open('estimate.html');
+  const cases = [
+    { gpu: 'RTX 4090', params: '7', precision: 'nf4', batch: '1', label: 'measured' },
+    { gpu: 'RTX 4090', params: '2.2', precision: 'nf4', batch: '4', label: 'interpolated' },
+    { gpu: 'A800', params: '70', precision: 'int8', batch: '1', label: 'extrapolated' },
+    { gpu: 'H200', params: '13', precision: 'nf4', batch: '8', label: 'estimated' },
+  ];
+  for (const c of cases) {
+    await page.selectOption('#model', '');
+    await page.fill('#params', c.params);
+    await page.selectOption('#gpu', c.gpu);
+    await page.selectOption('#precision', c.precision);
+    await page.fill('#batch', c.batch);
+    await page.click('#go');
+    await page.waitForFunction((p) => { try { return JSON.parse(document.getElementById('est-json').textContent).input.params_b === p; } catch { return false; } }, Number(c.params));
+    const got = JSON.parse(await page.textContent('#est-json'));
+    const want = await apiEstimate({ gpu: c.gpu, params_b: c.params, precision: c.precision, batch: c.batch, ctx: '2048' });
+    assert.deepEqual(diffJson(got, want, 1e-9), [], JSON.stringify(c));
+    assert.equal(got.label, c.label, JSON.stringify(c));
+    // what the page shows is that answer
+    const shown = await page.textContent('#delta');
+    assert.equal(shown.replace('−', '-'), `${want.delta_pct > 0 ? '+' : ''}${want.delta_pct.toFixed(1)}%`);
+    assert.ok((await page.textContent('#result')).includes(want.label));
+    assert.ok(await page.locator('#opt-rec').count() === 1 || (await page.textContent('#opt')).includes('closest'), 'optimizer output');
+  }
+  // a model preset via the permalink
+  await page.goto(`${srv.base}/estimate.html#model=Qwen2.5-3B&gpu=T4&precision=nf4&batch=1&ctx=2048&objective=energy`);
+  await page.waitForFunction(() => { try { return JSON.parse(document.getElementById('est-json').textContent).input.gpu === 'T4'; } catch { return false; } });
+  const got = JSON.parse(await page.textContent('#est-json'));
+  const want = await apiEstimate({ gpu: 'T4', model: 'Qwen2.5-3B', precision: 'nf4', batch: '1', ctx: '2048' });
+  assert.deepEqual(diffJson(got, want, 1e-9), []);
+  await page.screenshot({ path: join(SHOTS, 'estimate-preset.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
+test('Replications: valid and invalid energy.json get the right verdicts and error fields', async () => {
+  const { page, ctx, problems } = await open('replications.html');
+  const ex = join(SRC, 'data/schema/examples');
+  // valid: the H200 example (hopper -> estimated from the ampere curve)
+  await page.fill('#doc', readFileSync(join(ex, 'energy.example.valid.json'), 'utf8'));
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-valid');
+  const rows = await page.$$eval('#compare tbody tr[data-precision]', (trs) => trs.map((tr) => ({
+    precision: tr.dataset.precision, verdict: tr.querySelector('[data-verdict]')?.dataset.verdict ?? null })));
+  assert.ok(rows.length >= 3, JSON.stringify(rows));
+  // verdicts recomputed here from the API: the band is the curve's interpolated band (curve eval without anchors),
+  // so compare with the estimate at a size with no anchor only where the API has a curve
+  const doc = JSON.parse(readFileSync(join(ex, 'energy.example.valid.json'), 'utf8'));
+  for (const r of rows) {
+    const c = doc.comparisons.find((x) => x.precision === r.precision);
+    const res = await fetch(`${srv.base}/v1/estimate?gpu=${doc.environment.gpu.arch}&params_b=${doc.weights.params_b}&precision=${r.precision}`);
+    if (res.status !== 200) { assert.equal(r.verdict, null, `${r.precision}: no curve, no verdict`); continue; }
+    const est = await res.json();
+    assert.ok(r.verdict === 'inside' || r.verdict === 'outside', `${r.precision}: ${r.verdict}`);
+    // the estimate's range adds proxy/extrapolation terms, so it contains the curve band: outside it means outside
+    if (c.delta_pct < est.range95[0] || c.delta_pct > est.range95[1]) assert.equal(r.verdict, 'outside', r.precision);
+  }
+  assert.ok(await page.locator('#chart canvas').count() >= 1, 'overlay chart drawn');
+  assert.equal(await page.isDisabled('#submit'), true, 'no replication endpoint: submit stays disabled');
+  assert.match(await page.textContent('#submit-status'), /no replication endpoint/);
+  await page.screenshot({ path: join(SHOTS, 'replications-valid.png'), fullPage: true });
+
+  // invalid: exactly the sidecar's pointers
+  for (const name of ['two-errors', 'unknown-field', 'missing-fp16']) {
+    await page.fill('#doc', readFileSync(join(ex, `energy.invalid.${name}.json`), 'utf8'));
+    await page.click('#validate');
+    await page.waitForSelector('#verdict-invalid');
+    const got = (await page.$$eval('#error-list li', (lis) => lis.map((li) => `${li.dataset.pointer} ${li.dataset.keyword}`))).sort();
+    const want = readFileSync(join(ex, `energy.invalid.${name}.expect`), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#')).sort();
+    assert.deepEqual(got, want, name);
+    assert.equal(await page.locator('#verdict-valid').count(), 0);
+    if (name === 'two-errors') await page.screenshot({ path: join(SHOTS, 'replications-invalid.png'), fullPage: true });
+  }
+  // not JSON at all
+  await page.fill('#doc', '{"schema_version": ');
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-invalid');
+  assert.match(await page.textContent('#verdict-invalid'), /Not JSON/);
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
+test('Tested models: permalink restores the state; table sorts; n=1 marked', async () => {
+  const { page, ctx, problems } = await open('index.html#arch=ada&prec=int8-mixed&model=Qwen2-0.5B&sort=delta_pct&dir=desc');
+  assert.equal(await page.inputValue('#arch'), 'ada');
+  assert.equal(await page.inputValue('#prec'), 'int8-mixed');
+  assert.equal(await page.inputValue('#model'), 'Qwen2-0.5B');
+  assert.ok(await page.locator('#chart canvas').count() >= 1);
+  assert.ok(await page.locator('#bars .bar.single').count() >= 1, 'a single-trial bar is hatched');
+  const col = await page.$$eval('#table tbody tr', (trs) => trs.map((tr) => tr.children[4].textContent));
+  const vals = col.map((t) => Number(t.replace('−', '-').replace('%', '')));
+  assert.ok(vals.length > 3);
+  for (let i = 1; i < vals.length; i++) assert.ok(vals[i - 1] >= vals[i], `descending: ${vals}`);
+  await page.click('#table th:nth-child(5) button');
+  assert.equal(await page.getAttribute('#table th:nth-child(5)', 'aria-sort'), 'ascending');
+  const asc = (await page.$$eval('#table tbody tr', (trs) => trs.map((tr) => tr.children[4].textContent))).map((t) => Number(t.replace('−', '-').replace('%', '')));
+  for (let i = 1; i < asc.length; i++) assert.ok(asc[i - 1] <= asc[i], `ascending: ${asc}`);
+  assert.match(page.url(), /dir=asc/);
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
+test('keyboard: Tab reaches the form controls in order', async () => {
+  for (const [p, ids] of [['estimate.html', ['model', 'params', 'gpu', 'precision', 'batch', 'ctx', 'go']], ['index.html', ['arch', 'prec', 'model', 'permalink']],
+    ['replications.html', ['file', 'doc', 'validate']]]) {
+    const { page, ctx } = await open(p);
+    const seen = [];
+    for (let i = 0; i < 40 && seen.length < 60; i++) {
+      await page.keyboard.press('Tab');
+      seen.push(await page.evaluate(() => document.activeElement?.id || document.activeElement?.tagName));
+    }
+    let pos = -1;
+    for (const id of ids) {
+      const at = seen.indexOf(id, pos + 1);
+      assert.ok(at > pos, `${p}: ${id} not reached after position ${pos} (${seen.join(' ')})`);
+      pos = at;
+    }
+    await ctx.close();
+  }
+  // the estimate form submits from the keyboard
+  const { page, ctx } = await open('estimate.html');
+  await page.focus('#params');
+  await page.fill('#params', '5');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => { try { return JSON.parse(document.getElementById('est-json').textContent).input.params_b === 5; } catch { return false; } });
+  await ctx.close();
+});
+
+test('390 px wide: no horizontal overflow on any page; phone screenshots', async () => {
+  for (const p of PAGES) {
+    const { page, ctx, problems } = await open(p, { width: 390, height: 844 });
+    if (p === 'replications.html') {
+      await page.click('#load-example');
+      await page.waitForSelector('#verdict-valid');
+    }
+    const { sw, cw } = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, cw: document.documentElement.clientWidth }));
+    assert.ok(sw <= cw, `${p}: scrollWidth ${sw} > ${cw}`);
+    assert.deepEqual(problems, [], p);
+    await page.screenshot({ path: join(SHOTS, `${p.replace('.html', '')}-390.png`), fullPage: true });
+    await ctx.close();
+  }
+});

@@ -1,0 +1,134 @@
+// Your model: the form's values go to eco.wasm's estimator and optimizer (the C code behind /v1/estimate and
+// /v1/optimize); the answer is shown with its label, n, range and notes. Inputs are mirrored in the URL hash.
+import { getEco, el, fmtPct, fmtNum, fmtB, signClass, badge, nBadge, readHash, writeHash, copyText, showError } from './common.js';
+import { curveChart, chartLegend } from './chart.js';
+
+const $ = (id) => document.getElementById(id);
+const FIELDS = ['model', 'params', 'gpu', 'precision', 'batch', 'ctx', 'objective'];
+let eco;
+
+const REC = {
+  quantize: ['Quantize', 'the whole 95% range is below zero: quantizing saves energy', 'save'],
+  do_not_quantize: ['Stay on fp16', 'the whole 95% range is above zero: quantizing costs energy', 'cost'],
+  depends: ['Depends', 'the 95% range includes zero: the data cannot tell', 'flat'],
+};
+
+function query() {
+  const q = { gpu: $('gpu').value, precision: $('precision').value, batch: $('batch').value, ctx: $('ctx').value };
+  if ($('model').value) q.model = $('model').value;
+  if (!$('model').value || $('params').value !== $('params').dataset.preset) q.params_b = $('params').value;
+  return q;
+}
+
+function energyRow(name, v) {
+  return [el('dt', {}, name), el('dd', {}, `${fmtNum(v.value, 4)} mJ/token (95%: ${fmtNum(v.range95[0], 4)} – ${fmtNum(v.range95[1], 4)}) `, badge(v.label),
+    el('div', { class: 'hint' }, v.basis))];
+}
+
+function render(r) {
+  const [rtitle, rwhy, rcls] = REC[r.recommendation] || [r.recommendation, '', ''];
+  const anchorsN1 = r.anchors.filter((a) => a.n_trials < 2).length;
+  const kv = [
+    ['label', [badge(r.label), r.proxy ? ` using ${r.proxy.arch}: ${r.proxy.reason}` : '']],
+    ['95% range', `${fmtPct(r.range95[0])} to ${fmtPct(r.range95[1])}`],
+    ['n', [nBadge(r.n), ` trials behind it, ${r.n_anchors} measured comparison(s)${anchorsN1 ? `, ${anchorsN1} single-trial` : ''}`]],
+    ['CV', Number.isFinite(r.cv_pct) ? `${fmtNum(r.cv_pct, 3)}%` : 'not known'],
+    ['crossover', Number.isFinite(r.crossover_b) ? fmtB(r.crossover_b) : 'none in the measured range'],
+    ['curve', `${r.arch_used}/${r.input.precision}: ${r.curve.form}, measured ${fmtB(r.curve.range_b[0])}–${fmtB(r.curve.range_b[1])}`],
+    ['protocol', r.protocol], ['sessions', r.sessions.join(', ') || '—'],
+  ];
+  const energy = r.energy ? [...energyRow('fp16', r.energy.fp16_mj_per_token), ...energyRow(r.input.precision, r.energy.quant_mj_per_token)]
+    : [el('dt', {}, 'mJ/token'), el('dd', {}, 'not given: no fp16 baseline was measured on this architecture')];
+  $('result').replaceChildren(el('div', { class: 'panel' },
+    el('p', {}, `${r.input.model || fmtB(r.input.params_b)} on ${r.input.gpu} (${r.input.arch}), ${r.input.precision}, batch ${r.input.batch}:`),
+    el('p', { class: 'big' }, el('span', { class: signClass(r.delta_pct), id: 'delta' }, fmtPct(r.delta_pct)), ' ', el('span', { class: 'hint' }, 'ΔE vs fp16')),
+    el('p', { class: `verdict ${rcls}`, id: 'recommendation' }, `${rtitle}: `, el('span', { class: 'hint' }, rwhy)),
+    el('dl', { class: 'kv' }, ...kv.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, ...[v].flat())]), ...energy),
+    el('ul', { class: 'notes' }, ...r.notes.map((n) => el('li', {}, n)))));
+  $('est-json').textContent = JSON.stringify(r, null, 2);
+
+  const c = eco.curvesDoc.curves.find((x) => x.arch === r.arch_used && x.precision === r.input.precision);
+  if (c) {
+    curveChart($('chart'), eco, {
+      arch: c.arch, precision: c.precision,
+      anchors: c.anchors.map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials })),
+      overlay: [{ x: r.input.params_b, y: r.delta_pct, lo: r.range95[0], hi: r.range95[1] }],
+    });
+    $('legend').replaceChildren(chartLegend([`your model (${r.label}, with its 95% range)`]));
+  }
+}
+
+function renderOpt(o) {
+  const row = (c, tag) => el('tr', {},
+    el('td', {}, tag), el('td', {}, c.precision), el('td', { class: 'num' }, c.batch),
+    el('td', { class: 'num' }, Number.isFinite(c.energy_mj_per_token) ? `${fmtNum(c.energy_mj_per_token, 4)}` : `${fmtNum(c.energy_rel_fp16, 3)}× fp16`, ' ', badge(c.basis.energy)),
+    el('td', { class: `num ${signClass(c.delta_pct)}` }, c.precision === 'fp16' ? 'baseline' : fmtPct(c.delta_pct)),
+    el('td', { class: 'num' }, fmtNum(c.vram_gb, 3), ' ', badge('modelled')),
+    el('td', { class: 'num' }, fmtNum(c.latency_ms, 3), ' ', badge('modelled')));
+  const best = o.recommended || o.closest_infeasible;
+  const parts = [];
+  if (!o.recommended) parts.push(el('p', { class: 'error-box' }, 'Nothing meets the budgets; the closest configuration is shown.'));
+  else parts.push(el('p', { id: 'opt-rec' }, 'Recommended on ', el('strong', {}, o.gpu.name), ` (${o.gpu.matched === 'card' ? 'card' : `${o.gpu.arch} reference card`}), objective ${o.input.objective}: `,
+    el('strong', {}, `${best.precision} at batch ${best.batch}`)));
+  parts.push(el('div', { class: 'table-wrap' }, el('table', {},
+    el('caption', { class: 'visually-hidden' }, 'recommended and alternative configurations'),
+    el('thead', {}, el('tr', {}, ...['', 'precision', 'batch', o.energy_absolute ? 'mJ/token' : 'energy', 'ΔE (batch 1)', 'VRAM GB', 'ms/step'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, row(best, o.recommended ? '★' : 'closest'), ...o.alternatives.map((c) => row(c, 'alt'))))));
+  if (o.rejected.length) parts.push(el('ul', { class: 'notes' }, ...o.rejected.map((x) => el('li', {}, `${x.precision}: ${x.reason}`))));
+  parts.push(el('ul', { class: 'notes' }, ...o.notes.map((n) => el('li', {}, n))));
+  $('opt').replaceChildren(...parts);
+}
+
+function run() {
+  const state = Object.fromEntries(FIELDS.map((f) => [f, $(f).value]));
+  writeHash(state);
+  const q = query();
+  try {
+    render(eco.estimate(q));
+  } catch (e) {
+    $('result').replaceChildren(el('p', { class: 'error-box', role: 'alert' }, `${e.field ? `${e.field}: ` : ''}${e.message}`));
+    $('est-json').textContent = '';
+    $('chart').replaceChildren();
+  }
+  try {
+    renderOpt(eco.optimize({ gpu: q.gpu, model: q.model, params_b: q.params_b, ctx: q.ctx, objective: $('objective').value }));
+  } catch (e) {
+    $('opt').replaceChildren(el('p', { class: 'error-box' }, `${e.field ? `${e.field}: ` : ''}${e.message}`));
+  }
+}
+
+async function main() {
+  try { eco = await getEco(); } catch (e) { showError($('result'), e); return; }
+  const info = eco.infoCache;
+  $('model').append(...info.models.map((m) => el('option', { value: m.name }, `${m.name} (${fmtB(m.params_b)})`)));
+  $('gpu').replaceChildren(
+    el('optgroup', { label: 'cards' }, ...info.gpus.map((g) => el('option', { value: g.name }, `${g.name} · ${g.arch} · ${g.vram_gb} GB`))),
+    el('optgroup', { label: 'architecture only' }, ...info.archs.map((a) => el('option', { value: a.arch }, a.label))));
+  $('precision').replaceChildren(...info.precisions.filter((p) => p.name !== 'fp16').map((p) => el('option', { value: p.name }, p.name)));
+  $('gpu').value = 'RTX 4090';
+  $('precision').value = 'nf4';
+  const h = readHash();
+  for (const f of FIELDS) if (h[f] !== undefined) $(f).value = h[f];
+  const syncPreset = () => {
+    const m = info.models.find((x) => x.name === $('model').value);
+    if (m) { $('params').value = +m.params_b.toPrecision(6); $('params').dataset.preset = $('params').value; } else delete $('params').dataset.preset;
+  };
+  if (h.model && !h.params) syncPreset();
+  else if (h.model) { const m = info.models.find((x) => x.name === h.model); if (m) $('params').dataset.preset = String(+m.params_b.toPrecision(6)); }
+  $('model').addEventListener('change', () => { syncPreset(); run(); });
+  $('params').addEventListener('input', () => { if ($('params').value !== $('params').dataset.preset) $('model').value = ''; });
+  $('form').addEventListener('submit', (ev) => { ev.preventDefault(); run(); });
+  for (const f of ['gpu', 'precision', 'objective']) $(f).addEventListener('change', run);
+  $('permalink').addEventListener('click', () => copyText(location.href, $('copy-status')));
+  // a pasted or edited permalink on the open page (replaceState in run() does not fire this)
+  window.addEventListener('hashchange', () => {
+    const s = readHash();
+    for (const f of FIELDS) if (s[f] !== undefined) $(f).value = s[f];
+    if (s.model && !s.params) syncPreset();
+    run();
+  });
+  run();
+  document.body.dataset.ready = '1';
+}
+
+main();

@@ -1,0 +1,144 @@
+// Replications: an energy.json from `eco measure` is validated here with Ajv 2020 against the schema file the C
+// validator uses (served as gen/energy.schema.json), then each quantized comparison is placed on the fitted
+// curve of its architecture (eco.wasm) with a verdict: inside or outside the estimator's 95% band.
+// Nothing is sent anywhere unless the user presses Submit, and only to this site's own API.
+/* global ajv2020 */
+import { getEco, fetchJson, el, fmtPct, fmtB, signClass, badge } from './common.js';
+import { curveChart, chartLegend } from './chart.js';
+import { normalizeAjvErrors } from './schema-errors.js';
+
+const $ = (id) => document.getElementById(id);
+let eco, validate, lastDoc = null, submitPath = null;
+
+async function setup() {
+  const [e, schema] = await Promise.all([getEco(), fetchJson('gen/energy.schema.json')]);
+  eco = e;
+  validate = new ajv2020.default({ allErrors: true, strict: false }).compile(schema);
+  // Submitting needs an API route that accepts replications; look for one in the OpenAPI document.
+  try {
+    const api = await fetchJson('openapi.json');
+    submitPath = Object.keys(api.paths || {}).find((p) => /replication/i.test(p) && api.paths[p].post) || null;
+  } catch { submitPath = null; }
+  $('submit-status').textContent = submitPath
+    ? `Validate a document first. Submit sends it to POST ${submitPath} on this server.`
+    : 'This server has no replication endpoint yet (no POST …/replications in its OpenAPI document), so nothing can be submitted from here. Validation and the comparison below happen only in your browser.';
+}
+
+function verdictFor(c, doc) {
+  const w = doc.weights || {}, g = (doc.environment || {}).gpu || {};
+  const q = { gpu: g.arch || g.name || '', params_b: w.params_b, precision: c.precision };
+  try {
+    const est = eco.estimate(q);
+    // the curve's band at this size (a new measurement's prediction band): never the anchors of the same size
+    const s = eco.curveSeries(est.arch_used, c.precision, 2, w.params_b, w.params_b * (1 + 1e-9));
+    const lo = s ? s.lo[0] : est.range95[0], hi = s ? s.hi[0] : est.range95[1];
+    const inside = c.delta_pct >= lo && c.delta_pct <= hi;
+    return { est, lo, hi, inside, by: inside ? 0 : c.delta_pct < lo ? lo - c.delta_pct : c.delta_pct - hi };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
+function show(doc) {
+  lastDoc = null;
+  $('points').replaceChildren();
+  $('chart').replaceChildren();
+  $('legend').replaceChildren();
+  $('submit').disabled = true;
+  const ok = validate(doc);
+  if (!ok) {
+    const errs = normalizeAjvErrors(validate.errors);
+    $('validation').replaceChildren(el('div', { class: 'error-box', role: 'alert', id: 'verdict-invalid' },
+      el('p', { class: 'verdict' }, `Invalid: ${errs.length} error${errs.length === 1 ? '' : 's'} against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`),
+      el('ul', { class: 'errors', id: 'error-list' }, ...errs.map((e) => el('li', { 'data-pointer': e.pointer, 'data-keyword': e.keyword },
+        el('code', {}, e.pointer), ` ${e.keyword}: ${e.message}`)))));
+    $('submit-status').textContent = 'Fix the errors above first.';
+    return;
+  }
+  lastDoc = doc;
+  const g = doc.environment.gpu || {}, w = doc.weights;
+  $('validation').replaceChildren(el('div', { class: 'panel', id: 'verdict-valid' },
+    el('p', { class: 'verdict save' }, `Valid energy.json (schema ${doc.schema_version}).`),
+    doc.example ? el('p', { class: 'scope' }, 'This document is marked "example": true: it is illustrative and would never be imported as data.') : null,
+    el('dl', { class: 'kv' },
+      el('dt', {}, 'GPU'), el('dd', {}, g.name ? `${g.name} (${g.arch || 'arch unknown'})` : 'no GPU (no energy meter)'),
+      el('dt', {}, 'model'), el('dd', {}, `${w.model} · ${fmtB(w.params_b)} · ${w.source} weights`),
+      el('dt', {}, 'protocol'), el('dd', {}, `${doc.protocol.version}, ${doc.protocol.tokens} tokens, ${doc.protocol.blocks ?? doc.protocol.iterations} blocks`),
+      el('dt', {}, 'meter'), el('dd', {}, doc.meter.basis))));
+
+  const rows = [], overlay = [];
+  let first = null;
+  for (const c of doc.comparisons || []) {
+    if (!Number.isFinite(c.delta_pct)) {
+      rows.push(el('tr', {}, el('td', {}, c.precision), el('td', { colspan: 4 }, `no ΔE (${c.basis})`)));
+      continue;
+    }
+    const v = verdictFor(c, doc);
+    let verdict;
+    if (v.error) verdict = el('span', { class: 'flat' }, `no curve to compare with: ${v.error}`);
+    else {
+      verdict = el('span', { class: `verdict ${v.inside ? 'save' : 'cost'}`, 'data-verdict': v.inside ? 'inside' : 'outside' },
+        v.inside ? 'inside the 95% band: consistent with the curve' : `outside the 95% band by ${v.by.toFixed(1)} points`);
+      if (!first) first = { c, v };
+      if (first.c.precision === c.precision) overlay.push({ x: w.params_b, y: c.delta_pct, lo: c.ci95_pct?.[0], hi: c.ci95_pct?.[1] });
+    }
+    rows.push(el('tr', { 'data-precision': c.precision },
+      el('td', {}, c.precision),
+      el('td', { class: `num ${signClass(c.delta_pct)}` }, fmtPct(c.delta_pct, 2), ' ', badge(c.basis), c.n_pairs ? ` n=${c.n_pairs} pairs` : ''),
+      el('td', { class: 'num' }, c.ci95_pct ? `${fmtPct(c.ci95_pct[0])} to ${fmtPct(c.ci95_pct[1])}` : '—'),
+      el('td', {}, v.error ? '—' : [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` band ${fmtPct(v.lo)} to ${fmtPct(v.hi)} (${v.est.arch_used})`]),
+      el('td', {}, verdict)));
+  }
+  $('points').replaceChildren(el('h2', {}, 'Against the fitted curves'),
+    el('div', { class: 'table-wrap' }, el('table', { id: 'compare' },
+      el('caption', { class: 'visually-hidden' }, 'each comparison of the document against the curve'),
+      el('thead', {}, el('tr', {}, ...['precision', 'your ΔE', 'your 95% CI', 'curve at this size', 'verdict'].map((h) => el('th', { scope: 'col' }, h)))),
+      el('tbody', {}, ...rows))));
+  if (first) {
+    curveChart($('chart'), eco, {
+      arch: first.v.est.arch_used, precision: first.c.precision,
+      anchors: (eco.curvesDoc.curves.find((x) => x.arch === first.v.est.arch_used && x.precision === first.c.precision)?.anchors || [])
+        .map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials })),
+      overlay,
+      title: `${first.c.precision} on ${first.v.est.arch_used}`,
+    });
+    $('legend').replaceChildren(chartLegend(['your measurement with its 95% CI']));
+  }
+  $('submit').disabled = !submitPath;
+  if (submitPath) $('submit-status').textContent = `Ready. Submit sends this document to POST ${submitPath} on this server.`;
+}
+
+function parseAndShow(text) {
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    $('validation').replaceChildren(el('p', { class: 'error-box', role: 'alert', id: 'verdict-invalid' }, `Not JSON: ${e.message}`));
+    return;
+  }
+  show(doc);
+}
+
+async function main() {
+  try { await setup(); } catch (e) { $('validation').replaceChildren(el('p', { class: 'error-box', role: 'alert' }, String(e.message || e))); return; }
+  $('validate').addEventListener('click', () => parseAndShow($('doc').value));
+  $('clear').addEventListener('click', () => { $('doc').value = ''; for (const id of ['validation', 'points', 'chart', 'legend']) $(id).replaceChildren(); $('submit').disabled = true; });
+  $('load-example').addEventListener('click', async () => { $('doc').value = JSON.stringify(await fetchJson('gen/energy.example.valid.json'), null, 1); parseAndShow($('doc').value); });
+  const readFile = async (f) => { if (f) { $('doc').value = await f.text(); parseAndShow($('doc').value); } };
+  $('file').addEventListener('change', (ev) => readFile(ev.target.files[0]));
+  const drop = $('drop');
+  drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (ev) => { ev.preventDefault(); drop.classList.remove('over'); readFile(ev.dataTransfer.files[0]); });
+  $('submit').addEventListener('click', async () => {
+    if (!lastDoc || !submitPath) return;
+    $('submit-status').textContent = 'Sending…';
+    try {
+      const r = await fetch(submitPath.replace(/^\//, ''), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(lastDoc) });
+      $('submit-status').textContent = r.ok ? 'Submitted. Thank you.' : `The server refused it: HTTP ${r.status} ${await r.text()}`;
+    } catch (e) { $('submit-status').textContent = `Not sent: ${e.message}`; }
+  });
+  document.body.dataset.ready = '1';
+}
+
+main();
