@@ -21,6 +21,8 @@ static void usage(FILE *f)
                "       eco model generate (--preset NAME [--synthetic] [--seed N] | --weights DIR)\n"
                "                          [--precision P] [--tokens N] [--prompt-ids 1,2,3] [--threads N]\n"
                "                          [--quantize-lm-head] [--int8-threshold T] [--max-seq N]\n"
+               "       eco model save NAME --out DIR [--seed N] [--dtype f16|bf16|f32] [--shards N]\n"
+               "                          (synthetic weights of a preset as an HF-style checkpoint folder)\n"
                "presets: eco model list (and \"tiny\": 2 layers, hidden 64, vocab 256)\n");
 }
 
@@ -162,6 +164,34 @@ static int cmd_generate(int argc, char **argv)
     return rc;
 }
 
+static int cmd_save(int argc, char **argv)
+{
+    const char *name = NULL, *out = NULL, *dtype = "f16";
+    unsigned long long seed = 1;
+    int shards = 1;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtype = argv[++i];
+        else if (!strcmp(argv[i], "--shards") && i + 1 < argc) shards = atoi(argv[++i]);
+        else if (argv[i][0] != '-' && !name) name = argv[i];
+        else { fprintf(stderr, "eco model save: unexpected argument \"%s\"\n", argv[i]); return 2; }
+    }
+    if (!name || !out) { usage(stderr); return 2; }
+    const eco_model_config *c = find_preset(name);
+    if (!c) { fprintf(stderr, "eco model save: unknown model \"%s\" (eco model list)\n", name); return 2; }
+    eco_dtype dt = !strcmp(dtype, "f16") ? ECO_DT_F16 : !strcmp(dtype, "bf16") ? ECO_DT_BF16 : !strcmp(dtype, "f32") ? ECO_DT_F32 : ECO_DT_COUNT;
+    if (dt == ECO_DT_COUNT) { fprintf(stderr, "eco model save: --dtype must be f16, bf16 or f32\n"); return 2; }
+    eco_weights *w;
+    if (eco_weights_synthetic(c, seed, &w) || eco_weights_save(w, out, dt, shards)) {
+        fprintf(stderr, "eco model save: %s\n", eco_last_error());
+        return 1;
+    }
+    eco_weights_free(w);
+    printf("wrote %s (%s, synthetic seed %llu, %s)\n", out, c->name, seed, dtype);
+    return 0;
+}
+
 int eco_cmd_model(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -170,6 +200,7 @@ int eco_cmd_model(int argc, char **argv)
     }
     if (!strcmp(argv[1], "list")) return cmd_list();
     if (!strcmp(argv[1], "generate")) return cmd_generate(argc, argv);
+    if (!strcmp(argv[1], "save")) return cmd_save(argc, argv);
     if (!strcmp(argv[1], "info")) {
         if (argc == 4 && !strcmp(argv[2], "--config")) {
             eco_model_config c;

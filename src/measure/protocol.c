@@ -324,6 +324,8 @@ eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml 
     eco_measurement *m = calloc(1, sizeof *m);
     if (!m) return eco_fail(ECO_ENOMEM, "out of memory");
     m->opt = *o;
+    m->selftest_counter_w = m->selftest_instant_w = m->selftest_average_w = NAN;
+    m->cadence_median_ms = m->read_latency_median_ms = NAN;
     eco_sampler *s = NULL;
     if (meter && (e = eco_sampler_start(meter, o->sampler_period_ms ? o->sampler_period_ms : 10, SAMPLER_CAPACITY, &s))) {
         free(m);

@@ -152,7 +152,7 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
     num(f, json_object_get(proto, "min_window_s"), "%.1f s");
     fprintf(f, ", prefill %s.\n", json_is_true(json_object_get(proto, "prefill_excluded")) ? "measured separately and excluded" : "included");
     fprintf(f, "- Weights: %s (%s", str(w, "model", "?"), str(w, "source", "?"));
-    if (json_is_number(json_object_get(w, "params_b"))) fprintf(f, ", %.2fB parameters", json_number_value(json_object_get(w, "params_b")));
+    if (json_is_number(json_object_get(w, "params_b"))) fprintf(f, ", %.4gB parameters", json_number_value(json_object_get(w, "params_b")));
     fputs(").\n\n## Environment\n\n", f);
     if (json_is_object(gpu)) {
         fprintf(f, "- GPU: %s (%s), UUID %s, driver %s, CUDA driver %lld\n", str(gpu, "name", "?"), str(gpu, "arch", "?"),

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# eco measure end to end on the CPU backend: without a meter (energy null with a reason) and with the fake
+# libnvidia-ml (energy from the counter), energy.json validated, report rendered, replication imported.
+set -euo pipefail
+ECO=${ECO_BIN:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+json() { EXPR="$2" node -e "const d=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); if(!eval(process.env.EXPR)){console.error('assertion failed: '+process.env.EXPR); process.exit(1)}" "$1"; }
+
+"$ECO" model save tiny --out "$T/tiny" --seed 3 >/dev/null
+common=(--weights "$T/tiny" --backend cpu --tokens 16 --blocks 3 --warmups 1 --window 0.2 --prompt-tokens 4 --quality-tokens 16 --quiet)
+
+# 1. No meter: every energy is null with a reason; speed and quality are still measured.
+"$ECO" measure "${common[@]}" --idle 0 --precisions fp16,int8,int8-mixed,nf4,fp8 --out "$T/cpu.json" --report "$T/cpu.md"
+"$ECO" validate "$T/cpu.json" >/dev/null || fail "cpu energy.json does not validate"
+json "$T/cpu.json" "d.results.length===5 && d.results[0].precision==='fp16' && d.meter.basis==='unavailable'"
+json "$T/cpu.json" "d.results.every(r => r.mj_per_token_gross===null && r.energy_unavailable_reason.includes('no energy meter') && r.tokens_per_s>0 && r.n===3)"
+json "$T/cpu.json" "d.comparisons.length===4 && d.comparisons.every(c => c.verdict==='unavailable' && c.delta_pct===null)"
+json "$T/cpu.json" "d.results[0].quality.kl_to_fp16===0 && d.results[0].quality.top1_agreement===1"
+json "$T/cpu.json" "d.results[3].precision==='nf4' && d.results[3].quality.kl_to_fp16 > d.results[1].quality.kl_to_fp16"
+json "$T/cpu.json" "d.windows.length===15 && d.protocol.blocks===3 && d.protocol.order==='interleaved-random'"
+grep -q "energy unavailable" "$T/cpu.md" || fail "report does not say energy is unavailable"
+
+# 2. Fake NVML (scripted constant 150 W): the counter path end to end.
+ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 \
+  "$ECO" measure "${common[@]}" --idle 0.3 --meter nvml --precisions fp16,nf4 --out "$T/fake.json" --report "$T/fake.md"
+"$ECO" validate "$T/fake.json" >/dev/null || fail "fake-meter energy.json does not validate"
+json "$T/fake.json" "d.meter.basis==='measured' && d.meter.method==='nvml-energy-counter' && d.environment.gpu.name.includes('fake')"
+json "$T/fake.json" "Math.abs(d.idle.before_w-150)<3 && d.results.every(r => r.mj_per_token_gross>0 && r.cv_pct!==null)"
+json "$T/fake.json" "d.comparisons[0].precision==='nf4' && typeof d.comparisons[0].delta_pct==='number' && d.comparisons[0].ci95_pct.length===2"
+json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
+# At constant power, energy per token is power x time per token: check against the measured speed.
+json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
+"$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
+
+# 3. The document is accepted as a replication.
+"$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
+
+# 4. Bad input: clear errors, exit 2 for usage, nothing written.
+if "$ECO" measure --weights "$T/tiny" --precisions fp16,int3 --out "$T/bad.json" 2>"$T/err"; then fail "int3 accepted"; fi
+grep -q "unknown precision 'int3'" "$T/err" || fail "no clear error for int3"
+[ ! -e "$T/bad.json" ] || fail "bad run wrote a file"
+if "$ECO" measure --weights "$T/none" --backend cpu --out "$T/bad.json" 2>"$T/err"; then fail "missing weights accepted"; fi
+grep -q "$T/none" "$T/err" || fail "error does not name the missing folder"
+head -c 100 "$T/tiny/model.safetensors" > "$T/trunc.safetensors"
+mkdir -p "$T/trunc" && cp "$T/tiny/config.json" "$T/trunc/" && mv "$T/trunc.safetensors" "$T/trunc/model.safetensors"
+if "$ECO" measure --weights "$T/trunc" --backend cpu --out "$T/bad.json" 2>"$T/err"; then fail "truncated safetensors accepted"; fi
+grep -qi "model.safetensors" "$T/err" || fail "truncated-file error does not name the file"
+echo "measure_cli: all checks passed"
