@@ -121,19 +121,28 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   const rows = await page.$$eval('#compare tbody tr[data-precision]', (trs) => trs.map((tr) => ({
     precision: tr.dataset.precision, verdict: tr.querySelector('[data-verdict]')?.dataset.verdict ?? null })));
   assert.ok(rows.length >= 3, JSON.stringify(rows));
-  // verdicts recomputed here from the API: the band is the curve's interpolated band (curve eval without anchors),
-  // so compare with the estimate at a size with no anchor only where the API has a curve
+  // verdicts recomputed from the API: inside iff the replication's ΔE lies in GET /v1/estimate's range95
   const doc = JSON.parse(readFileSync(join(ex, 'energy.example.valid.json'), 'utf8'));
   for (const r of rows) {
     const c = doc.comparisons.find((x) => x.precision === r.precision);
     const res = await fetch(`${srv.base}/v1/estimate?gpu=${doc.environment.gpu.arch}&params_b=${doc.weights.params_b}&precision=${r.precision}`);
     if (res.status !== 200) { assert.equal(r.verdict, null, `${r.precision}: no curve, no verdict`); continue; }
     const est = await res.json();
-    assert.ok(r.verdict === 'inside' || r.verdict === 'outside', `${r.precision}: ${r.verdict}`);
-    // the estimate's range adds proxy/extrapolation terms, so it contains the curve band: outside it means outside
-    if (c.delta_pct < est.range95[0] || c.delta_pct > est.range95[1]) assert.equal(r.verdict, 'outside', r.precision);
+    const inside = c.delta_pct >= est.range95[0] && c.delta_pct <= est.range95[1];
+    assert.equal(r.verdict, inside ? 'inside' : 'outside', `${r.precision}: ${c.delta_pct} vs ${est.range95}`);
   }
+  assert.ok(rows.some((r) => r.verdict === 'outside'), 'the synthetic example is far from the curves');
   assert.ok(await page.locator('#chart canvas').count() >= 1, 'overlay chart drawn');
+  // the same document with the nf4 comparison moved onto the prediction: inside
+  const est = await apiEstimate({ gpu: doc.environment.gpu.arch, params_b: doc.weights.params_b, precision: 'nf4' });
+  const moved = JSON.parse(JSON.stringify(doc));
+  const nf4 = moved.comparisons.find((x) => x.precision === 'nf4');
+  nf4.delta_pct = Number(est.delta_pct.toFixed(2));
+  nf4.ci95_pct = [nf4.delta_pct - 0.5, nf4.delta_pct + 0.5];
+  await page.fill('#doc', JSON.stringify(moved));
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-valid');
+  assert.equal(await page.getAttribute('#compare tr[data-precision="nf4"] [data-verdict]', 'data-verdict'), 'inside');
   assert.equal(await page.isDisabled('#submit'), true, 'no replication endpoint: submit stays disabled');
   assert.match(await page.textContent('#submit-status'), /no replication endpoint/);
   await page.screenshot({ path: join(SHOTS, 'replications-valid.png'), fullPage: true });

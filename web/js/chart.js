@@ -10,8 +10,9 @@ const BLUE = '#0b5cad', BAND = 'rgba(11,92,173,0.16)', RED = '#b42318', INK = '#
 // eco: the loaded Eco; curve: {arch, precision}; anchors: [{x, y, n, label}]; overlay: [{x, y, lo, hi, label}]
 export function curveChart(container, eco, { arch, precision, anchors = [], overlay = [], title = '' }) {
   container.replaceChildren();
-  const xs = [...anchors.map((a) => a.x), ...overlay.map((p) => p.x)].filter((v) => v > 0);
-  const x0 = Math.min(0.3, ...xs) / 1.3, x1 = Math.max(20, ...xs) * 1.3;
+  const cdoc = (eco.curvesDoc?.curves || []).find((c) => c.arch === arch && c.precision === precision);
+  const xs = [...anchors.map((a) => a.x), ...overlay.map((p) => p.x), ...(cdoc ? [cdoc.n_min_b, cdoc.n_max_b] : [])].filter((v) => v > 0);
+  const x0 = Math.min(...xs) / 2, x1 = Math.max(...xs) * 2;
   const n = 120;
   const s = eco.curveSeries(arch, precision, n, x0, x1);
   if (!s) {
@@ -27,6 +28,17 @@ export function curveChart(container, eco, { arch, precision, anchors = [], over
     const ctx = u.ctx;
     ctx.save();
     const px = (v) => u.valToPos(v, 'x', true), py = (v) => u.valToPos(v, 'y', true);
+    // outside the measured sizes the curve is extrapolated: the estimator widens its range there, the band does not
+    if (cdoc) {
+      ctx.fillStyle = 'rgba(27,31,36,0.06)';
+      const top = u.bbox.top, h = u.bbox.height, l = u.bbox.left, rgt = u.bbox.left + u.bbox.width;
+      const a = Math.max(l, px(cdoc.n_min_b)), b = Math.min(rgt, px(cdoc.n_max_b));
+      if (a > l) ctx.fillRect(l, top, a - l, h);
+      if (b < rgt) ctx.fillRect(b, top, rgt - b, h);
+      ctx.fillStyle = '#59636e'; ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      if (a - l > 60 * devicePixelRatio) ctx.fillText('extrapolated', l + 4 * devicePixelRatio, top + 14 * devicePixelRatio);
+      if (rgt - b > 60 * devicePixelRatio) ctx.fillText('extrapolated', b + 4 * devicePixelRatio, top + 14 * devicePixelRatio);
+    }
     // zero line: above it quantizing costs energy, below it saves
     ctx.strokeStyle = INK; ctx.lineWidth = 1; ctx.setLineDash([4, 4]);
     ctx.beginPath(); ctx.moveTo(u.bbox.left, py(0)); ctx.lineTo(u.bbox.left + u.bbox.width, py(0)); ctx.stroke();
@@ -86,5 +98,6 @@ export function chartLegend(extra = []) {
     el('li', {}, el('span', { class: 'sw band', 'aria-hidden': 'true' }), 'fitted curve with 95% band'),
     el('li', {}, el('span', { class: 'sw filled', 'aria-hidden': 'true' }), 'measured, n ≥ 2 trials'),
     el('li', {}, el('span', { class: 'sw hollow', 'aria-hidden': 'true' }), 'measured, single trial (n = 1)'),
+    el('li', {}, el('span', { class: 'sw band', style: 'background:rgba(27,31,36,0.12)', 'aria-hidden': 'true' }), 'grey: outside the measured sizes (extrapolated)'),
     ...extra.map((t) => el('li', {}, el('span', { class: 'sw diamond', 'aria-hidden': 'true' }), t)));
 }

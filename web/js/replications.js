@@ -28,10 +28,10 @@ function verdictFor(c, doc) {
   const w = doc.weights || {}, g = (doc.environment || {}).gpu || {};
   const q = { gpu: g.arch || g.name || '', params_b: w.params_b, precision: c.precision };
   try {
+    // the estimator's 95% range at this size is what the site predicts for a new measurement (it includes the
+    // residual scatter, extrapolation and proxy terms), so "inside" means "as predicted"
     const est = eco.estimate(q);
-    // the curve's band at this size (a new measurement's prediction band): never the anchors of the same size
-    const s = eco.curveSeries(est.arch_used, c.precision, 2, w.params_b, w.params_b * (1 + 1e-9));
-    const lo = s ? s.lo[0] : est.range95[0], hi = s ? s.hi[0] : est.range95[1];
+    const [lo, hi] = est.range95;
     const inside = c.delta_pct >= lo && c.delta_pct <= hi;
     return { est, lo, hi, inside, by: inside ? 0 : c.delta_pct < lo ? lo - c.delta_pct : c.delta_pct - hi };
   } catch (e) {
@@ -78,7 +78,7 @@ function show(doc) {
     if (v.error) verdict = el('span', { class: 'flat' }, `no curve to compare with: ${v.error}`);
     else {
       verdict = el('span', { class: `verdict ${v.inside ? 'save' : 'cost'}`, 'data-verdict': v.inside ? 'inside' : 'outside' },
-        v.inside ? 'inside the 95% band: consistent with the curve' : `outside the 95% band by ${v.by.toFixed(1)} points`);
+        v.inside ? 'inside the 95% range: consistent with the curve' : `outside the 95% range by ${v.by.toFixed(1)} points`);
       if (!first) first = { c, v };
       if (first.c.precision === c.precision) overlay.push({ x: w.params_b, y: c.delta_pct, lo: c.ci95_pct?.[0], hi: c.ci95_pct?.[1] });
     }
@@ -86,7 +86,7 @@ function show(doc) {
       el('td', {}, c.precision),
       el('td', { class: `num ${signClass(c.delta_pct)}` }, fmtPct(c.delta_pct, 2), ' ', badge(c.basis), c.n_pairs ? ` n=${c.n_pairs} pairs` : ''),
       el('td', { class: 'num' }, c.ci95_pct ? `${fmtPct(c.ci95_pct[0])} to ${fmtPct(c.ci95_pct[1])}` : '—'),
-      el('td', {}, v.error ? '—' : [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` band ${fmtPct(v.lo)} to ${fmtPct(v.hi)} (${v.est.arch_used})`]),
+      el('td', {}, v.error ? '—' : [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` range ${fmtPct(v.lo)} to ${fmtPct(v.hi)} (${v.est.arch_used} curve)`]),
       el('td', {}, verdict)));
   }
   $('points').replaceChildren(el('h2', {}, 'Against the fitted curves'),

@@ -104,6 +104,8 @@ function drawTable() {
 
 async function main() {
   Object.assign(state, readHash());
+  // default: the RTX 5090 NF4 curve, where a 3B model still pays and 7B saves (one click from the flip)
+  if (!state.arch) Object.assign(state, { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' });
   try {
     eco = await getEco();
     curves = eco.curvesDoc.curves;
