@@ -74,7 +74,7 @@ export function curveChart(container, eco, { arch, precision, anchors = [], over
     scales: { x: { distr: 3, range: [x0, x1] }, y: { range: [ymin, ymax] } },
     axes: [
       { label: 'model size (billion parameters, log scale)', values: (u, v) => v.map((t) => (t == null ? '' : `${+t.toPrecision(3)}`)) },
-      { label: 'ΔE% vs fp16 (negative = saves energy)', size: 56 },
+      { label: 'ΔE% vs fp16 (below 0 saves)', size: 56 },
     ],
     series: [
       {},
