@@ -14,7 +14,7 @@ export function makeData(prefix = 'eco-web-') {
   const tmp = mkdtempSync(join(tmpdir(), prefix));
   const db = join(tmp, 'eco.db');
   const curves = join(tmp, 'curves.json');
-  const env = { ...process.env, ASAN_OPTIONS: 'detect_leaks=0' };
+  const env = { ...process.env };
   execFileSync(BIN, ['import', '--db', db, join(SRC, 'data/reference')], { stdio: 'pipe', env });
   execFileSync(BIN, ['fit', '--db', db, '--out', curves], { stdio: 'pipe', env });
   return { tmp, db, curves, env };
