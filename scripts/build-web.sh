@@ -58,10 +58,13 @@ if [ -f "$build/libeco.a" ]; then
     libs+=("$build/libeco_cuda.a" "$build/libeco.a" -L"$cudalib" -lcudart -lstdc++)
   fi
   tool=$(mktemp)
-  "$cc" -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -DECO_VERSION="\"$(sed -n 's/^CMAKE_PROJECT_VERSION:[A-Z]*=//p' "$cache")\"" \
-    "${flags[@]}" -I"$root/include" "$root/web/tools/protocol_json.c" -o "$tool" "${libs[@]}" \
-    $(pkg-config --libs jansson libmicrohttpd sqlite3 libpcre2-8) -lpthread -ldl -lm
-  "$tool" >"$gen/protocol.json"
+  if "$cc" -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -DECO_VERSION="\"$(sed -n 's/^CMAKE_PROJECT_VERSION:[A-Z]*=//p' "$cache")\"" \
+       "${flags[@]}" -I"$root/include" "$root/web/tools/protocol_json.c" -o "$tool" "${libs[@]}" \
+       $(pkg-config --libs jansson libmicrohttpd sqlite3 libpcre2-8) -lpthread -ldl -lm; then
+    "$tool" >"$gen/protocol.json.tmp" && mv "$gen/protocol.json.tmp" "$gen/protocol.json"
+  else
+    echo "build-web: could not link web/tools/protocol_json.c against $build/libeco.a: gen/protocol.json not updated" >&2
+  fi
   rm -f "$tool"
 else
   echo "build-web: $build/libeco.a not found: gen/protocol.json not written (build first)" >&2
