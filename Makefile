@@ -7,7 +7,7 @@ HOST       ?= 127.0.0.1
 VAR        ?= var
 ECO        := $(BUILD)/eco
 
-.PHONY: all build asan data serve check test bench wasm clean
+.PHONY: all build asan data web serve check test bench clean
 
 all: build
 
@@ -24,6 +24,9 @@ data: build
 	mkdir -p $(VAR)
 	$(ECO) import --db $(VAR)/eco.db data/reference
 	$(ECO) fit --db $(VAR)/eco.db --out $(VAR)/curves.json
+	scripts/build-web.sh --build $(BUILD) --curves $(VAR)/curves.json --db $(VAR)/eco.db
+
+web: data
 
 serve: data
 	$(ECO) serve --db $(VAR)/eco.db --curves $(VAR)/curves.json --web web --host $(HOST) --port $(PORT)
@@ -35,8 +38,13 @@ check: build asan
 
 test: check
 
-bench: build
-	@for b in $(BUILD)/bench_*; do [ -x "$$b" ] && "$$b"; done; true
+# Benchmarks print figures and ratios. The API benchmark serves the embedded dataset under wrk; the engine
+# benchmark needs a CUDA device (it says so and stops on a machine without one).
+bench: data
+	$(BUILD)/bench/bench_fit
+	$(BUILD)/bench/bench_quant
+	bench/api.sh
+	-$(BUILD)/bench/bench_engine
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(VAR)

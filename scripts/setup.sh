@@ -26,4 +26,5 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+scripts/vendor-web.sh
 echo "setup: done"

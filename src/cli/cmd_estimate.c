@@ -66,7 +66,7 @@ int eco_cmd_estimate(int argc, char **argv)
         return e == ECO_EINVAL || e == ECO_ENOTFOUND || e == ECO_EUNSUPPORTED ? 2 : 1;
     }
     if (as_json) {
-        json_dumpf(r, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        json_dumpf(r, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
         putchar('\n');
     } else {
         json_t *in = json_object_get(r, "input"), *rng = json_object_get(r, "range95");

@@ -12,8 +12,12 @@ static _Thread_local eco_err last_code;
 
 static eco_err record(eco_err code, const char *field, const char *fmt, va_list ap)
 {
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
-    snprintf(last_field, sizeof last_field, "%s", field ? field : "");
+    /* Format into a local buffer first: callers may pass eco_last_error() / eco_last_error_field() as arguments. */
+    char msg[ECO_ERR_MSG_MAX], fld[sizeof last_field];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    snprintf(fld, sizeof fld, "%s", field ? field : "");
+    memcpy(last_msg, msg, sizeof msg);
+    memcpy(last_field, fld, sizeof fld);
     last_code = code;
     return code;
 }

@@ -14,6 +14,10 @@ static void test_error_message_and_field(void **state)
     assert_string_equal(eco_last_error_field(), "params_b");
     eco_fail_context("request: ");
     assert_string_equal(eco_last_error(), "request: params_b must be > 0, got -1");
+    /* Re-raising the current message (and field) as a new error must not corrupt it. */
+    eco_fail_field(ECO_EINVAL, eco_last_error_field(), "%s", eco_last_error());
+    assert_string_equal(eco_last_error(), "request: params_b must be > 0, got -1");
+    assert_string_equal(eco_last_error_field(), "params_b");
     eco_clear_error();
     assert_string_equal(eco_last_error(), "");
     assert_int_equal(eco_last_error_code(), ECO_OK);
