@@ -78,7 +78,7 @@ int main(int argc, char **argv)
         const eco_model_config *c = eco_preset_find(mname);
         if (!c) { fprintf(stderr, "bench_engine: unknown preset %s\n", mname); return 2; }
         eco_weights *w;
-        if (eco_weights_synthetic(c, 1, &w)) { fprintf(stderr, "%s\n", eco_last_error()); return 1; }
+        if (eco_weights_synthetic(c, 1, &w) || eco_weights_cache(w, true)) { fprintf(stderr, "%s\n", eco_last_error()); return 1; }
         double fp16_tps = 0;
         char pbuf[256];
         snprintf(pbuf, sizeof pbuf, "%s", precs);

@@ -34,6 +34,9 @@ typedef struct eco_backend {
     void (*reset)(void *state); /* forget the KV cache */
     void (*destroy)(void *state);
     uint64_t (*resident_bytes)(const void *state); /* weights + KV cache held by the backend */
+    /* Optional: forward + argmax on the device, returning only the next token id (greedy decoding without
+     * moving the logits to the host). NULL: the engine uses forward and eco_argmax. */
+    eco_err (*greedy)(void *state, int32_t token, int pos, int32_t *next);
 } eco_backend;
 
 extern const eco_backend eco_backend_cpu;

@@ -156,6 +156,9 @@ const eco_model_config *eco_weights_config(const eco_weights *w);
 /* The tensor as fp32 [rows*cols] in a new buffer (free()); layer is ignored for non-layer kinds. */
 eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n);
 void eco_weights_free(eco_weights *w);
+/* Keeps every tensor fetched from now on in memory as fp32, so engines of several precisions built from the
+ * same weights generate (or read) each tensor once. Costs 4 bytes per parameter of host memory. */
+eco_err eco_weights_cache(eco_weights *w, bool on);
 /* Writes dir/config.json and the tensors under HF names (Phi-3 fused), as `dtype` (F32, F16 or BF16),
  * in `shards` files with model.safetensors.index.json when shards > 1. */
 eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int shards);

@@ -263,6 +263,7 @@ int eco_cmd_measure(int argc, char **argv)
         fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`)\n", a.model);
         return 2;
     } else e = eco_weights_synthetic(preset, a.weights_seed, &w);
+    if (!e && o.n_configs > 1) e = eco_weights_cache(w, true); /* one generation/read for all precisions */
     if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); return 1; }
     const eco_model_config *cfg = eco_weights_config(w);
 

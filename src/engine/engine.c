@@ -97,10 +97,46 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static eco_err step_greedy(eco_engine *e, int32_t token, int32_t *next)
+{
+    if (token < 0 || token >= e->cfg.vocab)
+        return eco_fail(ECO_EINVAL, "token %d is outside the vocabulary (0..%d)", token, e->cfg.vocab - 1);
+    eco_err err = e->be->greedy(e->state, token, e->pos, next);
+    if (!err) e->pos++;
+    return err;
+}
+
+/* Greedy decoding on a backend that takes the argmax itself: the same tokens, only ids cross to the host. */
+static eco_err generate_on_device(eco_engine *e, const int32_t *prompt, int n_prompt, int n_new, int32_t *out,
+                                  eco_decode_timing *timing)
+{
+    eco_decode_timing t = {0};
+    eco_engine_reset(e);
+    eco_err err = ECO_OK;
+    int32_t next = 0;
+    double t0 = now_s();
+    for (int i = 0; i < n_prompt && !err; i++) err = step_greedy(e, prompt[i], &next);
+    double t1 = now_s();
+    t.prefill_tokens = n_prompt;
+    t.prefill_s = t1 - t0;
+    if (!err) out[t.generated++] = next;
+    while (!err && t.generated < n_new) {
+        if (!(err = step_greedy(e, out[t.generated - 1], &next))) {
+            t.decode_forwards++;
+            out[t.generated++] = next;
+        }
+    }
+    t.decode_s = now_s() - t1;
+    t.decode_tok_per_s = t.decode_forwards > 0 && t.decode_s > 0 ? t.decode_forwards / t.decode_s : 0;
+    if (timing) *timing = t;
+    return err;
+}
+
 eco_err eco_engine_generate(eco_engine *e, const int32_t *prompt, int n_prompt, int n_new, int32_t *out,
                             eco_decode_timing *timing)
 {
     if (n_prompt < 1 || n_new < 1) return eco_fail(ECO_EINVAL, "generate: need at least one prompt token and one new token");
+    if (e->be->greedy) return generate_on_device(e, prompt, n_prompt, n_new, out, timing);
     float *logits = malloc((size_t)e->cfg.vocab * sizeof *logits);
     if (!logits) return eco_fail(ECO_ENOMEM, "generate: out of memory");
     eco_decode_timing t = {0};

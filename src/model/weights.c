@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,8 @@ struct eco_weights {
     uint64_t seed;
     eco_safetensors *shard[MAX_SHARDS];
     int n_shards;
+    float **cache; /* [kind * (layers + 1) + layer + 1] when eco_weights_cache is on */
+    pthread_mutex_t cache_lock;
 };
 
 const eco_model_config *eco_weights_config(const eco_weights *w) { return &w->cfg; }
@@ -112,7 +115,29 @@ void eco_weights_free(eco_weights *w)
 {
     if (!w) return;
     for (int i = 0; i < w->n_shards; i++) eco_safetensors_close(w->shard[i]);
+    if (w->cache) {
+        for (size_t i = 0; i < (size_t)ECO_W_COUNT * (size_t)(w->cfg.layers + 1); i++) free(w->cache[i]);
+        free(w->cache);
+        pthread_mutex_destroy(&w->cache_lock);
+    }
     free(w);
+}
+
+eco_err eco_weights_cache(eco_weights *w, bool on)
+{
+    if (on && !w->cache) {
+        w->cache = calloc((size_t)ECO_W_COUNT * (size_t)(w->cfg.layers + 1), sizeof *w->cache);
+        if (!w->cache) return eco_fail(ECO_ENOMEM, "weights cache: out of memory");
+        pthread_mutex_init(&w->cache_lock, NULL);
+    }
+    return ECO_OK;
+}
+
+static float **cache_slot(eco_weights *w, eco_weight_kind k, int layer)
+{
+    if (!w->cache) return NULL;
+    int l = eco_weight_per_layer(k) ? layer : -1;
+    return &w->cache[(size_t)k * (size_t)(w->cfg.layers + 1) + (size_t)(l + 1)];
 }
 
 /* ---------------- synthetic ---------------- */
@@ -195,6 +220,8 @@ static void *syn_thread(void *arg)
     return NULL;
 }
 
+#define SYN_MAX_THREADS 32
+
 static eco_err synth(const eco_weights *w, eco_weight_kind k, int layer, float *out, uint64_t rows, uint64_t cols)
 {
     const eco_model_config *c = &w->cfg;
@@ -207,10 +234,12 @@ static eco_err synth(const eco_weights *w, eco_weight_kind k, int layer, float *
     else sd = 1.0 / sqrt((double)cols);
     if (k == ECO_W_O || k == ECO_W_DOWN) sd /= sqrt(2.0 * c->layers);
     syn_job base = {.w = w, .kind = k, .layer = eco_weight_per_layer(k) ? layer : -1, .out = out, .n = n, .cols = cols, .sd = sd};
-    int nt = n >= 8u * SYN_CHUNK ? 8 : 1;
+    /* Chunk-seeded, so the values do not depend on the thread count: use every core (a 14B model is 15e9 normals). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = n >= 8u * SYN_CHUNK ? (int)(cores < 1 ? 1 : cores > SYN_MAX_THREADS ? SYN_MAX_THREADS : cores) : 1;
     if (nt > 1) {
-        pthread_t th[8];
-        syn_job jobs[8];
+        pthread_t th[SYN_MAX_THREADS];
+        syn_job jobs[SYN_MAX_THREADS];
         int started = 0;
         for (int t = 0; t < nt; t++) {
             jobs[t] = base;
@@ -411,6 +440,20 @@ eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **ou
     if (k == ECO_W_LM_HEAD && c->tie_embeddings) k = ECO_W_EMBED;
     uint64_t rows, cols;
     eco_weight_shape(c, k, &rows, &cols);
+    float **slot = cache_slot(w, k, layer);
+    if (slot) {
+        pthread_mutex_lock(&w->cache_lock);
+        float *hit = *slot;
+        pthread_mutex_unlock(&w->cache_lock);
+        if (hit) {
+            float *copy = malloc(rows * cols * sizeof *copy);
+            if (!copy) return eco_fail(ECO_ENOMEM, "weight %s: out of memory", eco_weight_kind_name(k));
+            memcpy(copy, hit, rows * cols * sizeof *copy);
+            *out = copy;
+            *n = rows * cols;
+            return ECO_OK;
+        }
+    }
     float *buf = malloc(rows * cols * sizeof *buf);
     if (!buf) return eco_fail(ECO_ENOMEM, "weight %s: out of memory for %llu floats", eco_weight_kind_name(k), (unsigned long long)(rows * cols));
     eco_err e;
@@ -427,6 +470,16 @@ eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **ou
         }
     }
     if (e) { free(buf); return e; }
+    if (slot) { /* keep a copy: the next engine built from these weights skips generation / reading */
+        float *keep = malloc(rows * cols * sizeof *keep);
+        if (keep) {
+            memcpy(keep, buf, rows * cols * sizeof *keep);
+            pthread_mutex_lock(&w->cache_lock);
+            if (!*slot) *slot = keep;
+            else free(keep);
+            pthread_mutex_unlock(&w->cache_lock);
+        }
+    }
     *out = buf;
     *n = rows * cols;
     return ECO_OK;

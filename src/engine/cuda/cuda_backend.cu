@@ -292,24 +292,25 @@ unsigned grid_for(int rows) { return (unsigned)((rows + kRowsPerBlock - 1) / kRo
 eco_err launch_linear(State *s, const Linear &l, const __half *x, float *y, int mode)
 {
     const DeviceLinear &d = l.d;
-    dim3 grid(grid_for(d.rows)), block(kRowsPerBlock * kWarp);
+    dim3 grid(grid_for(d.rows)), block(kWarpsPerBlock * kWarp);
+    const uint8_t *w = (const uint8_t *)d.w;
     switch (d.format) {
     case ECO_PREC_FP16:
-        matvec_f16<2><<<grid, block, 0, s->stream>>>((const __half *)d.w, x, y, d.rows, d.cols, mode);
+        matvec<W_F16, false, 2><<<grid, block, 0, s->stream>>>(w, NULL, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
         break;
     case ECO_PREC_INT8:
-        matvec_i8<<<grid, block, 0, s->stream>>>((const int8_t *)d.w, d.row_scale, x, y, d.rows, d.cols, mode);
+        matvec<W_I8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
         break;
     case ECO_PREC_FP8:
-        matvec_fp8<<<grid, block, 0, s->stream>>>((const uint8_t *)d.w, d.row_scale, x, y, d.rows, d.cols, mode);
+        matvec<W_FP8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
         break;
     case ECO_PREC_NF4:
-        matvec_nf4<false><<<grid, block, 0, s->stream>>>((const uint8_t *)d.w, d.absmax, NULL, NULL, 0.f, d.blocksize, x, y,
-                                                          d.rows, d.cols, mode);
+        matvec<W_NF4, false, 2><<<grid, block, 0, s->stream>>>(w, NULL, d.absmax, NULL, NULL, 0.f, d.blocksize, x, y, d.rows,
+                                                               d.cols, mode);
         break;
     case ECO_PREC_NF4_DQ:
-        matvec_nf4<true><<<grid, block, 0, s->stream>>>((const uint8_t *)d.w, NULL, d.absmax_q, d.absmax_q_scale,
-                                                         d.absmax_offset, d.blocksize, x, y, d.rows, d.cols, mode);
+        matvec<W_NF4, true, 2><<<grid, block, 0, s->stream>>>(w, NULL, NULL, d.absmax_q, d.absmax_q_scale, d.absmax_offset,
+                                                              d.blocksize, x, y, d.rows, d.cols, mode);
         break;
     case ECO_PREC_INT8_MIXED:
         quantize_activations<<<1, 1024, 0, s->stream>>>(x, d.cols, s->opt.quant.int8_threshold, s->xq, s->x_absmax,
@@ -359,6 +360,8 @@ eco_err enqueue_token(State *s)
 
 eco_err run_token(State *s, int32_t token, int pos)
 {
+    if (token < 0 || token >= s->cfg.vocab)
+        return eco_fail(ECO_EINVAL, "token %d is outside the vocabulary (0..%d)", token, s->cfg.vocab - 1);
     if (pos >= s->opt.max_seq) return eco_fail(ECO_ETOOBIG, "KV cache full (%d positions)", s->opt.max_seq);
     s->h_io[0] = token;
     s->h_io[1] = pos;
@@ -524,7 +527,8 @@ uint64_t cuda_resident_bytes(const void *state) { return ((const State *)state)-
 
 extern "C" {
 
-const eco_backend eco_backend_cuda = {"cuda", cuda_create, cuda_forward, cuda_reset, cuda_destroy, cuda_resident_bytes};
+const eco_backend eco_backend_cuda = {"cuda", cuda_create, cuda_forward, cuda_reset, cuda_destroy, cuda_resident_bytes,
+                                      eco_cuda_greedy_step};
 
 static bool reference_stack_flag;
 void eco_cuda_set_reference_stack(bool on) { reference_stack_flag = on; }

@@ -11,7 +11,10 @@
 namespace eco_cuda {
 
 constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 8; // 8 warps of 32 = 256 threads, one output row per warp
+constexpr int kRowsPerBlock = 8; // rows per thread block of every matvec kernel
+
+__constant__ float c_nf4[16];
+__constant__ float c_dynamic_map[256];
 
 // Everything a linear layer needs on the device, in the layout of eco_qweight (include/eco/quant.h).
 struct DeviceLinear {
@@ -57,162 +60,201 @@ __device__ __forceinline__ float dot8_h(uint4 w, const __half *x)
     return acc;
 }
 
-// y[row] (+)= W[row,:] . x for fp16 weights. x: fp16, 16-byte aligned; cols % 8 == 0.
-// mode: 0 store, 1 add to y (fused residual). bias may be null.
-template <int Unroll>
-__global__ void matvec_f16(const __half *__restrict__ w, const __half *__restrict__ x, float *__restrict__ y,
-                           int rows, int cols, int mode)
-{
-    int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    int lane = threadIdx.x % kWarp;
-    if (row >= rows) return;
-    const __half *wr = w + (size_t)row * cols;
-    float acc = 0.f;
-    int step = kWarp * 8;
-    int c = lane * 8;
-    for (; c + (Unroll - 1) * step < cols; c += Unroll * step) {
-        uint4 v[Unroll];
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) v[u] = load_stream(wr + c + u * step);
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) acc += dot8_h(v[u], x + c + u * step);
-    }
-    for (; c < cols; c += step) acc += dot8_h(load_stream(wr + c), x + c);
-    acc = warp_sum(acc);
-    if (lane == 0) y[row] = mode ? y[row] + acc : acc;
-}
+// ---- The matrix-vector skeleton ----
+// A block of kWarpsPerBlock warps; each warp owns kRowsPerWarp consecutive rows, so every x fragment a lane
+// loads (and converts to fp32 once) serves several weight rows. Each lane keeps Unroll x kRowsPerWarp
+// independent 16-byte streaming loads in flight. Decoders avoid the slow int->float conversion unit:
+// int8 through the 2^23 float trick, e4m3 by moving its bits into an fp32 with the 2^120 bias fix folded
+// into the row scale, nf4 through a 256-entry byte -> (float, float) table in shared memory.
+constexpr int kWarpsPerBlock = 4;
+constexpr int kRowsPerWarp = 2;
+static_assert(kRowsPerBlock == kWarpsPerBlock * kRowsPerWarp, "rows per block");
 
-// int8 weights (W8A16): 16 weights per 16-byte load, row scale applied once at the end.
-__global__ void matvec_i8(const int8_t *__restrict__ w, const float *__restrict__ scale, const __half *__restrict__ x,
-                          float *__restrict__ y, int rows, int cols, int mode)
+enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3 };
+
+template <int K> struct Elems;                       // weights per 16-byte load
+template <> struct Elems<W_F16> { static constexpr int n = 8; };
+template <> struct Elems<W_I8> { static constexpr int n = 16; };
+template <> struct Elems<W_FP8> { static constexpr int n = 16; };
+template <> struct Elems<W_NF4> { static constexpr int n = 32; };
+
+template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
 {
-    int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    int lane = threadIdx.x % kWarp;
-    if (row >= rows) return;
-    const int8_t *wr = w + (size_t)row * cols;
-    float acc = 0.f;
-    for (int c = lane * 16; c < cols; c += kWarp * 16) {
-        uint4 v = load_stream(wr + c);
-        const int8_t *q = reinterpret_cast<const int8_t *>(&v);
-        const __half2 *xh = reinterpret_cast<const __half2 *>(x + c);
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            float2 b = __half22float2(xh[i]);
-            acc = fmaf((float)q[2 * i], b.x, acc);
-            acc = fmaf((float)q[2 * i + 1], b.y, acc);
+    for (int i = 0; i < N / 8; i++) {
+        uint4 v = __ldg(reinterpret_cast<const uint4 *>(x) + i);
+        const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float2 f = __half22float2(h[j]);
+            xf[8 * i + 2 * j] = f.x;
+            xf[8 * i + 2 * j + 1] = f.y;
         }
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) {
-        float r = acc * scale[row];
-        y[row] = mode ? y[row] + r : r;
     }
 }
 
-// fp8 e4m3 weights through the hardware e4m3 -> fp16 conversion (sm_89+), per-row scale.
-__global__ void matvec_fp8(const uint8_t *__restrict__ w, const float *__restrict__ scale, const __half *__restrict__ x,
-                           float *__restrict__ y, int rows, int cols, int mode)
+// int8 byte k of word v as an exact float: the byte (offset by 128) becomes the low mantissa bits of 2^23.
+__device__ __forceinline__ float i8_at(unsigned v_offset, int k)
 {
-    int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    int lane = threadIdx.x % kWarp;
-    if (row >= rows) return;
-    const uint8_t *wr = w + (size_t)row * cols;
-    float acc = 0.f;
-    for (int c = lane * 16; c < cols; c += kWarp * 16) {
-        uint4 v = load_stream(wr + c);
-        const __nv_fp8x2_storage_t *p = reinterpret_cast<const __nv_fp8x2_storage_t *>(&v);
-        const __half2 *xh = reinterpret_cast<const __half2 *>(x + c);
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(p[i], __NV_E4M3);
-            float2 a = __half22float2(*reinterpret_cast<__half2 *>(&raw));
-            float2 b = __half22float2(xh[i]);
-            acc = fmaf(a.x, b.x, acc);
-            acc = fmaf(a.y, b.y, acc);
-        }
-    }
-    acc = warp_sum(acc);
-    if (lane == 0) {
-        float r = acc * scale[row];
-        y[row] = mode ? y[row] + r : r;
-    }
+    return __int_as_float(__byte_perm(v_offset, 0x4B000000u, 0x7540 + k)) - 8388736.f;
 }
 
-__constant__ float c_nf4[16];
-__constant__ float c_dynamic_map[256];
-
-// NF4: 32 weights per 16-byte load (two nibbles a byte, first element high). Blocks never straddle rows
-// because every supported shape has cols % blocksize == 0 (checked on the host).
-template <bool DoubleQuant>
-__global__ void matvec_nf4(const uint8_t *__restrict__ w, const float *__restrict__ absmax,
-                           const uint8_t *__restrict__ absmax_q, const float *__restrict__ absmax_q_scale,
-                           float absmax_offset, int blocksize, const __half *__restrict__ x, float *__restrict__ y,
-                           int rows, int cols, int mode)
+// e4m3 byte k of word v as fp32 bits with exponent bias 127 instead of 7 (value * 2^-120); sign kept.
+__device__ __forceinline__ float e4m3_scaled_at(unsigned v, int k)
 {
-    __shared__ float lut[16];
-    if (threadIdx.x < 16) lut[threadIdx.x] = c_nf4[threadIdx.x];
-    __syncthreads();
-    int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    int lane = threadIdx.x % kWarp;
-    if (row >= rows) return;
-    size_t base = (size_t)row * cols; // element index of the row start
-    const uint8_t *wr = w + base / 2;
+    unsigned b = (v >> (8 * k)) & 0xFFu;
+    return __int_as_float(((b & 0x7Fu) << 20) | ((b & 0x80u) << 24));
+}
+
+template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf, const float2 *lut)
+{
     float acc = 0.f;
-    for (int c = lane * 32; c < cols; c += kWarp * 32) {
-        uint4 v = load_stream(wr + c / 2);
-        size_t block = (base + c) / blocksize;
-        float am;
-        if (DoubleQuant) am = c_dynamic_map[absmax_q[block]] * absmax_q_scale[block / 256] + absmax_offset;
-        else am = __ldg(absmax + block);
-        const uint8_t *b = reinterpret_cast<const uint8_t *>(&v);
-        const __half2 *xh = reinterpret_cast<const __half2 *>(x + c);
-        float part = 0.f;
+    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
+    if (K == W_F16) {
+        const __half2 *h = reinterpret_cast<const __half2 *>(&w);
 #pragma unroll
-        for (int i = 0; i < 16; i++) {
-            float2 xx = __half22float2(xh[i]);
-            part = fmaf(lut[b[i] >> 4], xx.x, part);
-            part = fmaf(lut[b[i] & 15], xx.y, part);
+        for (int i = 0; i < 4; i++) {
+            float2 f = __half22float2(h[i]);
+            acc = fmaf(f.x, xf[2 * i], acc);
+            acc = fmaf(f.y, xf[2 * i + 1], acc);
         }
-        // 32 consecutive weights lie in one block when blocksize >= 32 and 32 | blocksize.
-        acc = fmaf(part, am, acc);
+    } else if (K == W_I8) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            unsigned v = u[i] ^ 0x80808080u;
+#pragma unroll
+            for (int k = 0; k < 4; k++) acc = fmaf(i8_at(v, k), xf[4 * i + k], acc);
+        }
+    } else if (K == W_FP8) {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) acc = fmaf(e4m3_scaled_at(u[i], k), xf[4 * i + k], acc);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float2 p = lut[(u[i] >> (8 * k)) & 0xFFu]; // high nibble = first element
+                acc = fmaf(p.x, xf[8 * i + 2 * k], acc);
+                acc = fmaf(p.y, xf[8 * i + 2 * k + 1], acc);
+            }
     }
-    acc = warp_sum(acc);
-    if (lane == 0) y[row] = mode ? y[row] + acc : acc;
+    return acc;
+}
+
+// y[row] (+)= W[row,:] . x. mode 0 stores, 1 adds (fused residual). For nf4 the per-block absmax multiplies
+// each 32-weight partial sum (a 16-byte chunk never straddles a block: blocksize % 32 == 0, checked on the host).
+template <int K, bool DoubleQuant, int Unroll>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
+matvec(const uint8_t *__restrict__ w, const float *__restrict__ row_scale, const float *__restrict__ absmax,
+       const uint8_t *__restrict__ absmax_q, const float *__restrict__ absmax_q_scale, float absmax_offset, int blocksize,
+       const __half *__restrict__ x, float *__restrict__ y, int rows, int cols, int mode)
+{
+    __shared__ float2 lut[K == W_NF4 ? 256 : 1];
+    if (K == W_NF4) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) lut[i] = make_float2(c_nf4[i >> 4], c_nf4[i & 15]);
+        __syncthreads();
+    }
+    constexpr int E = Elems<K>::n;
+    constexpr int kRowBytesDiv = K == W_F16 ? 1 : 0; // fp16 rows hold 2 bytes per weight
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    int row0 = (blockIdx.x * kWarpsPerBlock + warp) * kRowsPerWarp;
+    if (row0 >= rows) return;
+    size_t row_bytes = K == W_NF4 ? (size_t)cols / 2 : (size_t)cols << kRowBytesDiv;
+    const uint8_t *base[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; r++) base[r] = w + (size_t)min(row0 + r, rows - 1) * row_bytes;
+    float acc[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; r++) acc[r] = 0.f;
+    int chunks = cols / E;
+    for (int ch = lane; ch < chunks; ch += kWarp * Unroll) {
+        uint4 wv[Unroll][kRowsPerWarp];
+#pragma unroll
+        for (int u = 0; u < Unroll; u++)
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; r++)
+                if (ch + u * kWarp < chunks) wv[u][r] = load_stream(base[r] + (size_t)(ch + u * kWarp) * 16);
+#pragma unroll
+        for (int u = 0; u < Unroll; u++) {
+            int c = ch + u * kWarp;
+            if (c >= chunks) break;
+            float xf[E];
+            load_x<E>(x + (size_t)c * E, xf);
+            if (K == W_FP8) // keeps products of subnormal-range weights (bias-shifted e4m3) in the normal range
+#pragma unroll
+                for (int i = 0; i < E; i++) xf[i] *= 0x1p64f;
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; r++) {
+                float part = dot16<K>(wv[u][r], xf, lut);
+                if (K == W_NF4) {
+                    size_t block = ((size_t)min(row0 + r, rows - 1) * cols + (size_t)c * E) / blocksize;
+                    float am = DoubleQuant ? c_dynamic_map[absmax_q[block]] * absmax_q_scale[block / 256] + absmax_offset
+                                           : __ldg(absmax + block);
+                    acc[r] = fmaf(part, am, acc[r]);
+                } else {
+                    acc[r] += part;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; r++) {
+        float v = warp_sum(acc[r]);
+        int row = row0 + r;
+        if (lane == 0 && row < rows) {
+            if (K == W_I8) v *= row_scale[row];
+            if (K == W_FP8) v *= row_scale[row] * 0x1p56f; // undo the e4m3 bias shift (2^120) and the x scaling (2^-64)
+            y[row] = mode ? y[row] + v : v;
+        }
+    }
 }
 
 // LLM.int8(): the non-outlier activation columns quantized per token to int8 (xq), outlier columns listed in
 // `outliers`; y = (sum q*xq) * (absmax_x/127) * row_scale  +  sum_{outliers} fp16(q*row_scale) * x.
-__global__ void matvec_i8_mixed(const int8_t *__restrict__ w, const float *__restrict__ scale,
-                                const int8_t *__restrict__ xq, const float *__restrict__ x_absmax,
-                                const int *__restrict__ outliers, const int *__restrict__ n_outliers,
-                                const __half *__restrict__ x, float *__restrict__ y, int rows, int cols, int mode)
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
+matvec_i8_mixed(const int8_t *__restrict__ w, const float *__restrict__ scale, const int8_t *__restrict__ xq,
+                const float *__restrict__ x_absmax, const int *__restrict__ outliers, const int *__restrict__ n_outliers,
+                const __half *__restrict__ x, float *__restrict__ y, int rows, int cols, int mode)
 {
-    int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-    int lane = threadIdx.x % kWarp;
-    if (row >= rows) return;
-    const int8_t *wr = w + (size_t)row * cols;
-    int acc = 0;
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    int row0 = (blockIdx.x * kWarpsPerBlock + warp) * kRowsPerWarp;
+    if (row0 >= rows) return;
+    const int8_t *base[kRowsPerWarp];
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; r++) base[r] = w + (size_t)min(row0 + r, rows - 1) * cols;
+    int acc[kRowsPerWarp] = {};
     for (int c = lane * 16; c < cols; c += kWarp * 16) {
-        uint4 v = load_stream(wr + c);
         uint4 a = *reinterpret_cast<const uint4 *>(xq + c);
-        acc = __dp4a((int)v.x, (int)a.x, acc);
-        acc = __dp4a((int)v.y, (int)a.y, acc);
-        acc = __dp4a((int)v.z, (int)a.z, acc);
-        acc = __dp4a((int)v.w, (int)a.w, acc);
+        uint4 v[kRowsPerWarp];
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; r++) v[r] = load_stream(base[r] + c);
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; r++) {
+            acc[r] = __dp4a((int)v[r].x, (int)a.x, acc[r]);
+            acc[r] = __dp4a((int)v[r].y, (int)a.y, acc[r]);
+            acc[r] = __dp4a((int)v[r].z, (int)a.z, acc[r]);
+            acc[r] = __dp4a((int)v[r].w, (int)a.w, acc[r]);
+        }
     }
-    acc = warp_sum_int(acc);
-    float s = scale[row];
-    float out = 0.f;
     int n = *n_outliers;
-    for (int i = lane; i < n; i += kWarp) {
-        int j = outliers[i];
-        float wdq = __half2float(__float2half((float)wr[j] * s));
-        out = fmaf(wdq, __half2float(x[j]), out);
-    }
-    out = warp_sum(out);
-    if (lane == 0) {
-        float r = (float)acc * (*x_absmax / 127.f) * s + out;
-        y[row] = mode ? y[row] + r : r;
+    float xs = *x_absmax / 127.f;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; r++) {
+        int row = min(row0 + r, rows - 1);
+        float s = scale[row], out = 0.f;
+        for (int i = lane; i < n; i += kWarp) {
+            int j = outliers[i];
+            float wdq = __half2float(__float2half((float)base[r][j] * s));
+            out = fmaf(wdq, __half2float(x[j]), out);
+        }
+        out = warp_sum(out);
+        int total = warp_sum_int(acc[r]);
+        if (lane == 0 && row0 + r < rows) {
+            float v = (float)total * xs * s + out;
+            y[row] = mode ? y[row] + v : v;
+        }
     }
 }
 
