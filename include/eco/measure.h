@@ -16,6 +16,7 @@
 #include "eco/err.h"
 #include "eco/power.h"
 #include "eco/quant.h"
+#include "eco/record.h"
 
 #define ECO_MEASURE_MAX_CONFIGS 8
 #define ECO_PROTOCOL_VERSION "eco-measure/1"
@@ -133,6 +134,11 @@ eco_err eco_engine_workload_set_quality_tokens(eco_engine_workload *wl, const in
 eco_engine *eco_engine_workload_engine(eco_engine_workload *wl, int config);
 eco_workload eco_engine_workload_iface(eco_engine_workload *wl);
 void eco_engine_workload_free(eco_engine_workload *wl);
+
+/* Dataset rows of a measured energy.json: one eco_record per quantized precision against the same-run fp16
+ * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>").
+ * ECO_EUNSUPPORTED for documents without a measured GPU meter (CPU runs, failed self-tests). Caller frees *out. */
+eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **out, size_t *count);
 
 /* Environment card pieces (recorded, never changed). */
 json_t *eco_env_gpu_json(const eco_gpu_card *card, const char *arch);

@@ -115,6 +115,8 @@ typedef struct {
 } eco_session;
 
 eco_err eco_store_list_sessions(eco_store *s, eco_session **out, size_t *count);
+/* Inserts or updates a session (records name their session, so it must exist first). */
+eco_err eco_store_upsert_session(eco_store *s, const eco_session *session);
 
 typedef struct {
     int64_t import_id;

@@ -10,6 +10,8 @@
 
 #include "cli/commands.h"
 #include "eco/jsonschema.h"
+#include "eco/measure.h"
+#include "eco/paths.h"
 #include "eco/store.h"
 
 #define SCHEMA_REL "data/schema/energy.schema.json"
@@ -19,6 +21,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: eco import --db FILE [--manifest FILE] [--quiet] DIR\n"
             "       eco import --db FILE [--schema FILE] [--name NAME] REPLICATION.energy.json\n"
+            "       eco import --db FILE --run [--schema FILE] RUN.energy.json   (our own measured run: its rows join the fit)\n"
             "DIR: a reference folder (data/reference) described by DIR/manifest.csv (or --manifest).\n"
             "  Prints files and rows read / inserted / updated / unchanged / linked / rejected, each rejected\n"
             "  row as file:line: reason, and duplicates linked to the row they repeat. Re-importing is a no-op.\n"
@@ -29,80 +32,69 @@ static void usage(FILE *out)
             "that could not be read, 2 usage.\n");
 }
 
-static bool readable(const char *p) { return access(p, R_OK) == 0; }
-
 static bool find_schema(const char *given, char *buf, size_t cap)
 {
     if (given) { snprintf(buf, cap, "%s", given); return true; }
-    const char *env = getenv("ECO_SCHEMA");
-    if (env && *env) { snprintf(buf, cap, "%s", env); return true; }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        static const char *const rel[] = {"../" SCHEMA_REL, "../share/ecocompute/schema/energy.schema.json",
-                                          "../../" SCHEMA_REL};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            snprintf(buf, cap, "%s/%s", exe, rel[i]);
-            if (readable(buf)) return true;
-        }
-    }
-    const char *src = getenv("ECO_SOURCE_DIR");
-    if (src && *src) {
-        snprintf(buf, cap, "%s/" SCHEMA_REL, src);
-        if (readable(buf)) return true;
-    }
-    return false;
+    return eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", buf, cap);
 }
 
-static int import_replication(eco_store *s, const char *path, const char *schema_arg, const char *name)
+/* Reads an energy.json and validates it against the published schema. Returns 0, or 1 after printing why the
+ * file cannot be used at all (unreadable, not a JSON object, broken schema). */
+static int load_document(const char *path, const char *schema_arg, char **doc, size_t *len, json_t **j,
+                         eco_validation *status, char *message, size_t cap)
 {
-    char *doc;
-    size_t len;
-    if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &doc, &len)) {
+    if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, doc, len)) {
         fprintf(stderr, "eco import: %s\n", eco_last_error());
         return 1;
     }
     json_error_t jerr;
-    json_t *j = json_loadb(doc, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!j || !json_is_object(j)) {
-        if (j) fprintf(stderr, "eco import: %s: an energy.json must be a JSON object\n", path);
+    *j = json_loadb(*doc, *len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*j || !json_is_object(*j)) {
+        if (*j) fprintf(stderr, "eco import: %s: an energy.json must be a JSON object\n", path);
         else fprintf(stderr, "eco import: %s:%d:%d: not JSON: %s\n", path, jerr.line, jerr.column, jerr.text);
-        json_decref(j);
-        free(doc);
+        json_decref(*j);
+        free(*doc);
         return 1;
     }
-    eco_validation status = ECO_VALIDATION_UNVALIDATED;
-    char message[512] = "";
+    *status = ECO_VALIDATION_UNVALIDATED;
+    message[0] = '\0';
     char schema_path[PATH_MAX + 64];
     if (!find_schema(schema_arg, schema_path, sizeof schema_path)) {
-        snprintf(message, sizeof message, "schema %s not found: not validated", SCHEMA_REL);
+        snprintf(message, cap, "schema %s not found: not validated", SCHEMA_REL);
         fprintf(stderr, "eco import: warning: %s\n", message);
-    } else {
-        eco_schema *sc;
-        if (eco_schema_compile_file(schema_path, 0, &sc)) {
-            fprintf(stderr, "eco import: schema %s: %s\n", schema_path, eco_last_error());
-            json_decref(j);
-            free(doc);
-            return 1;
-        }
-        eco_schema_errors errs;
-        eco_schema_errors_init(&errs);
-        eco_err ve = eco_schema_validate(sc, j, &errs);
-        status = ve == ECO_OK ? ECO_VALIDATION_VALID : ECO_VALIDATION_INVALID;
-        for (size_t i = 0; i < errs.count; i++) {
-            fprintf(stderr, "%s: %s: %s\n", path, errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/",
-                    errs.items[i].message);
-            if (i == 0)
-                snprintf(message, sizeof message, "%s: %s",
-                         errs.items[0].instance_path[0] ? errs.items[0].instance_path : "/", errs.items[0].message);
-        }
-        if (status == ECO_VALIDATION_INVALID && !message[0]) snprintf(message, sizeof message, "%s", eco_last_error());
-        eco_schema_errors_free(&errs);
-        eco_schema_free(sc);
+        return 0;
     }
+    eco_schema *sc;
+    if (eco_schema_compile_file(schema_path, 0, &sc)) {
+        fprintf(stderr, "eco import: schema %s: %s\n", schema_path, eco_last_error());
+        json_decref(*j);
+        free(*doc);
+        return 1;
+    }
+    eco_schema_errors errs;
+    eco_schema_errors_init(&errs);
+    eco_err ve = eco_schema_validate(sc, *j, &errs);
+    *status = ve == ECO_OK ? ECO_VALIDATION_VALID : ECO_VALIDATION_INVALID;
+    for (size_t i = 0; i < errs.count; i++) {
+        fprintf(stderr, "%s: %s: %s\n", path, errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/",
+                errs.items[i].message);
+        if (i == 0)
+            snprintf(message, cap, "%s: %s", errs.items[0].instance_path[0] ? errs.items[0].instance_path : "/",
+                     errs.items[0].message);
+    }
+    if (*status == ECO_VALIDATION_INVALID && !message[0]) snprintf(message, cap, "%s", eco_last_error());
+    eco_schema_errors_free(&errs);
+    eco_schema_free(sc);
+    return 0;
+}
+
+static int import_replication(eco_store *s, const char *path, const char *schema_arg, const char *name)
+{
+    char *doc, message[512];
+    size_t len;
+    json_t *j;
+    eco_validation status;
+    if (load_document(path, schema_arg, &doc, &len, &j, &status, message, sizeof message)) return 1;
     json_decref(j);
     const char *base = strrchr(path, '/');
     int64_t id = 0;
@@ -117,6 +109,63 @@ static int import_replication(eco_store *s, const char *path, const char *schema
     printf("replication #%lld %s: %s (%s)\n", (long long)id, inserted ? "stored" : "already stored",
            eco_validation_name(status), path);
     return status == ECO_VALIDATION_INVALID ? 1 : 0;
+}
+
+/* One of our own measured runs: the document (keyed by run_id) and its rows, which then join the fit. */
+static int import_run(eco_store *s, const char *path, const char *schema_arg)
+{
+    char *doc, message[512];
+    size_t len;
+    json_t *j;
+    eco_validation status;
+    if (load_document(path, schema_arg, &doc, &len, &j, &status, message, sizeof message)) return 1;
+    int rc = 1;
+    eco_record *rows = NULL;
+    size_t n = 0, inserted_rows = 0;
+    const char *run_id = json_string_value(json_object_get(j, "run_id"));
+    const char *base = strrchr(path, '/');
+    bool inserted = false;
+    if (status != ECO_VALIDATION_VALID) fprintf(stderr, "eco import: %s: a run must validate (%s)\n", path, message);
+    else if (!run_id) fprintf(stderr, "eco import: %s: a run needs a run_id\n", path);
+    else if (eco_energy_records(j, base ? base + 1 : path, &rows, &n) || eco_store_add_run(s, run_id, doc, len, &inserted))
+        fprintf(stderr, "eco import: %s\n", eco_last_error());
+    else if (n == 0) fprintf(stderr, "eco import: %s: no measured comparison in the run\n", path);
+    else {
+        eco_session ss;
+        memset(&ss, 0, sizeof ss);
+        snprintf(ss.id, sizeof ss.id, "%s", rows[0].session);
+        snprintf(ss.gpu, sizeof ss.gpu, "%s", rows[0].gpu);
+        snprintf(ss.arch, sizeof ss.arch, "%s", rows[0].arch);
+        snprintf(ss.date, sizeof ss.date, "%.31s", json_string_value(json_object_get(j, "created_utc")) ? json_string_value(json_object_get(j, "created_utc")) : "");
+        snprintf(ss.software, sizeof ss.software, "%s", rows[0].backend);
+        ss.tokens = rows[0].tokens;
+        ss.basis = rows[0].basis;
+        snprintf(ss.method, sizeof ss.method, "%s", rows[0].method);
+        snprintf(ss.source, sizeof ss.source, "%.159s", base ? base + 1 : path);
+        snprintf(ss.note, sizeof ss.note, "%s", rows[0].note);
+        if (eco_store_upsert_session(s, &ss)) {
+            fprintf(stderr, "eco import: %s\n", eco_last_error());
+            free(rows);
+            json_decref(j);
+            free(doc);
+            return 1;
+        }
+        rc = 0;
+        for (size_t i = 0; i < n && !rc; i++) {
+            bool ins = false;
+            if (eco_store_insert_record(s, &rows[i], &ins)) {
+                fprintf(stderr, "eco import: %s\n", eco_last_error());
+                rc = 1;
+            }
+            inserted_rows += ins;
+        }
+        if (!rc) printf("run %s %s: %zu row(s), %zu new (%s)\n", run_id, inserted ? "stored" : "already stored", n,
+                        inserted_rows, path);
+    }
+    free(rows);
+    json_decref(j);
+    free(doc);
+    return rc;
 }
 
 static int import_dir(eco_store *s, const char *dir, const char *manifest, bool quiet)
@@ -159,7 +208,7 @@ static int import_dir(eco_store *s, const char *dir, const char *manifest, bool 
 int eco_cmd_import(int argc, char **argv)
 {
     const char *db = NULL, *manifest = NULL, *schema = NULL, *name = NULL, *path = NULL;
-    bool quiet = false;
+    bool quiet = false, run = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
@@ -169,6 +218,7 @@ int eco_cmd_import(int argc, char **argv)
             if (++i >= argc) { fprintf(stderr, "eco import: %s needs a value\n", a); return 2; }
             *slot = argv[i];
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = true;
+        else if (!strcmp(a, "--run")) run = true;
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "eco import: unknown option '%s'\n", a); usage(stderr); return 2; }
         else if (path) { fprintf(stderr, "eco import: one folder or file at a time ('%s' and '%s')\n", path, a); return 2; }
         else path = a;
@@ -182,7 +232,9 @@ int eco_cmd_import(int argc, char **argv)
         fprintf(stderr, "eco import: %s\n", eco_last_error());
         return 1;
     }
-    int rc = S_ISDIR(st.st_mode) ? import_dir(s, path, manifest, quiet) : import_replication(s, path, schema, name);
+    int rc = S_ISDIR(st.st_mode) ? import_dir(s, path, manifest, quiet)
+             : run                ? import_run(s, path, schema)
+                                  : import_replication(s, path, schema, name);
     eco_store_close(s);
     return rc;
 }

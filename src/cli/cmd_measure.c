@@ -15,12 +15,11 @@
 #include "eco/jsonschema.h"
 #include "eco/measure.h"
 #include "eco/model.h"
+#include "eco/paths.h"
 #include "eco/record.h"
 #include "eco/stats.h"
 #include "eco/tokenizer.h"
 
-#define SCHEMA_REL "data/schema/energy.schema.json"
-#define TEXT_REL "data/reference/quality_eval_text.txt"
 
 static void usage(FILE *f)
 {
@@ -45,28 +44,6 @@ static void usage(FILE *f)
           "  --schema FILE       schema to validate against (default: found beside the build or source tree)\n"
           "  --run-id ID  --quiet\n",
           f);
-}
-
-static int find_file(const char *rel, const char *argv0, char *buf, size_t cap)
-{
-    const char *src = getenv("ECO_SOURCE_DIR");
-    if (src) {
-        if (snprintf(buf, cap, "%s/%s", src, rel) < (int)cap && access(buf, R_OK) == 0) return 1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        const char *ups[] = {"..", "../..", "."};
-        for (size_t i = 0; i < 3; i++) {
-            if (snprintf(buf, cap, "%s/%s/%s", exe, ups[i], rel) < (int)cap && access(buf, R_OK) == 0) return 1;
-        }
-    }
-    snprintf(buf, cap, "%s", rel);
-    (void)argv0;
-    return access(buf, R_OK) == 0;
 }
 
 static int parse_int(const char *flag, const char *v, long lo, long hi, long *out)
@@ -159,7 +136,7 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     if (a->tokenizer) snprintf(tok_path, sizeof tok_path, "%s", a->tokenizer);
     else if (a->weights_dir) snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", a->weights_dir);
     else tok_path[0] = '\0';
-    if (tok_path[0] && access(tok_path, R_OK) == 0 && find_file(TEXT_REL, NULL, text_path, sizeof text_path)) {
+    if (tok_path[0] && access(tok_path, R_OK) == 0 && eco_find_data_file(ECO_QUALITY_TEXT_REL, NULL, text_path, sizeof text_path)) {
         eco_tokenizer *tk;
         size_t len = 0, n = 0;
         char *text = read_text(text_path, &len);
@@ -340,8 +317,8 @@ int eco_cmd_measure(int argc, char **argv)
         /* Validate what we publish against the published schema before writing it. */
         char schema_path[PATH_MAX];
         if (a.schema) snprintf(schema_path, sizeof schema_path, "%s", a.schema);
-        else if (!find_file(SCHEMA_REL, argv[0], schema_path, sizeof schema_path)) {
-            fprintf(stderr, "eco measure: cannot find %s (use --schema)\n", SCHEMA_REL);
+        else if (!eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", schema_path, sizeof schema_path)) {
+            fprintf(stderr, "eco measure: cannot find %s (use --schema)\n", ECO_ENERGY_SCHEMA_REL);
             goto done;
         }
         eco_schema *schema;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "eco/json.h"
 #include "eco/jsonschema.h"
+#include "eco/paths.h"
 
 #define SCHEMA_REL "data/schema/energy.schema.json"
 
@@ -24,37 +25,6 @@ static void usage(FILE *out)
             "  --quiet        print nothing for valid files\n"
             "Prints 'FILE: valid' or one line per error 'FILE: /json/pointer: message'.\n"
             "Exit status: 0 all valid, 1 some file invalid, 2 usage, I/O or malformed JSON.\n");
-}
-
-static int readable(const char *path) { return access(path, R_OK) == 0; }
-
-/* First readable candidate, so a build tree, an install and a checkout all find the schema. */
-static int find_schema(char *buf, size_t cap)
-{
-    const char *env = getenv("ECO_SCHEMA");
-    if (env && *env) {
-        snprintf(buf, cap, "%s", env);
-        return 1; /* explicit: an unreadable path is reported, not replaced */
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        static const char *const rel[] = {"../" SCHEMA_REL, "../share/ecocompute/schema/energy.schema.json",
-                                          SCHEMA_REL, "../../" SCHEMA_REL};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            snprintf(buf, cap, "%s/%s", exe, rel[i]);
-            if (readable(buf)) return 1;
-        }
-    }
-    const char *src = getenv("ECO_SOURCE_DIR");
-    if (src && *src) {
-        snprintf(buf, cap, "%s/" SCHEMA_REL, src);
-        if (readable(buf)) return 1;
-    }
-    return 0;
 }
 
 int eco_cmd_validate(int argc, char **argv)
@@ -78,7 +48,7 @@ int eco_cmd_validate(int argc, char **argv)
 
     char found[PATH_MAX + 64];
     if (!schema_path) {
-        if (!find_schema(found, sizeof found)) {
+        if (!eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", found, sizeof found)) {
             fprintf(stderr, "eco validate: cannot find " SCHEMA_REL "; pass --schema PATH or set ECO_SCHEMA\n");
             return 2;
         }

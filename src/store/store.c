@@ -531,6 +531,8 @@ eco_err eco_store_record_extra(eco_store *s, const char *source, const char *pre
 
 /* ---------------------------------------------------------------- sessions, import log, links */
 
+eco_err eco_store_upsert_session(eco_store *s, const eco_session *ss) { return store_upsert_session(s, ss); }
+
 eco_err store_upsert_session(eco_store *s, const eco_session *ss)
 {
     static const char sql[] =

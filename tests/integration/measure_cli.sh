@@ -34,8 +34,13 @@ json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
 json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
 "$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
 
-# 3. The document is accepted as a replication.
+# 3. The document is accepted as a replication, and as a run whose rows join the dataset (idempotently).
 "$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
+"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"
+"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
+"$ECO" export --db "$T/eco.db" --format csv | grep -q "nvml-energy-counter" || fail "run row not exported"
+if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
+grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 
 # 4. Bad input: clear errors, exit 2 for usage, nothing written.
 if "$ECO" measure --weights "$T/tiny" --precisions fp16,int3 --out "$T/bad.json" 2>"$T/err"; then fail "int3 accepted"; fi

@@ -1,0 +1,89 @@
+/* Our measured energy.json -> eco_record rows (one per quantized precision against the same-run fp16), so runs
+ * join the dataset and the fit like any reference row, with their own protocol and backend. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eco/measure.h"
+#include "eco/record.h"
+
+static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+static double num(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const json_t *result_of(const json_t *doc, const char *precision)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "results"), i, r) if (str(r, "precision") && !strcmp(str(r, "precision"), precision)) return r;
+    return NULL;
+}
+
+eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    const json_t *gpu = json_object_get(json_object_get(doc, "environment"), "gpu");
+    const json_t *meter = json_object_get(doc, "meter"), *w = json_object_get(doc, "weights");
+    const json_t *proto = json_object_get(doc, "protocol"), *sw = json_object_get(doc, "software");
+    const char *basis = str(meter, "basis");
+    if (!json_is_object(gpu) || !basis || strcmp(basis, "measured"))
+        return eco_fail_field(ECO_EUNSUPPORTED, "meter.basis",
+                              "%s: only runs whose meter basis is \"measured\" on a GPU become dataset rows (basis %s)",
+                              source, basis ? basis : "missing");
+    const json_t *base = result_of(doc, "fp16");
+    double e16 = num(base, "mj_per_token_gross");
+    if (!(e16 > 0)) return eco_fail_field(ECO_EINVAL, "results", "%s: no measured fp16 baseline", source);
+    const char *arch = str(gpu, "arch");
+    if (!arch && eco_arch_from_gpu_name(str(gpu, "name"), &arch)) return eco_fail_context("%s: ", source);
+    const json_t *comps = json_object_get(doc, "comparisons");
+    eco_record *rows = calloc(json_array_size(comps) + 1, sizeof *rows);
+    if (!rows) return eco_fail(ECO_ENOMEM, "out of memory");
+    size_t n = 0, i;
+    json_t *c;
+    json_array_foreach(comps, i, c) {
+        const char *pname = str(c, "precision");
+        const json_t *res = pname ? result_of(doc, pname) : NULL;
+        eco_record *r = &rows[n];
+        if (!res || !(num(res, "mj_per_token_gross") > 0) || eco_precision_parse(pname, &r->precision)) continue;
+        snprintf(r->gpu, sizeof r->gpu, "%s", str(gpu, "name"));
+        snprintf(r->arch, sizeof r->arch, "%s", arch);
+        r->vram_gb = num(gpu, "memory_total_gb");
+        const char *model = str(w, "preset") ? str(w, "preset") : str(w, "model");
+        snprintf(r->model, sizeof r->model, "%s", model ? model : "unknown");
+        r->params_b = num(w, "params_b");
+        r->batch = 1;
+        r->e_fp16_mj = e16;
+        r->e_quant_mj = num(res, "mj_per_token_gross");
+        r->e_fp16_sd_mj = num(base, "sd_mj");
+        r->e_quant_sd_mj = num(res, "sd_mj");
+        r->cv_pct = num(res, "cv_pct");
+        r->n_trials = (int)num(res, "n");
+        r->n_iterations = 0;
+        r->tokens = (int)num(proto, "tokens");
+        r->basis = ECO_BASIS_GROSS;
+        snprintf(r->method, sizeof r->method, "nvml-energy-counter");
+        snprintf(r->backend, sizeof r->backend, "%s %s %s", str(sw, "tool") ? str(sw, "tool") : "eco",
+                 str(sw, "version") ? str(sw, "version") : "?", str(sw, "engine_backend") ? str(sw, "engine_backend") : "?");
+        r->origin = ECO_ORIGIN_RUN;
+        snprintf(r->session, sizeof r->session, "%s", str(doc, "run_id") ? str(doc, "run_id") : source);
+        snprintf(r->source, sizeof r->source, "%s#%s", source, pname);
+        r->synthetic_weights = str(w, "source") && !strcmp(str(w, "source"), "synthetic");
+        r->single_trial = r->n_trials < 2;
+        snprintf(r->note, sizeof r->note, "eco measure (%s): decode energy from the NVML counter, prefill excluded, %d blocks "
+                 "of >= %.0f s windows%s", str(proto, "version") ? str(proto, "version") : "?", r->n_trials,
+                 num(proto, "min_window_s"), r->synthetic_weights ? "; synthetic weights of the model's exact shapes" : "");
+        if (eco_record_check(r)) {
+            free(rows);
+            return eco_fail_context("%s (%s): ", source, pname);
+        }
+        n++;
+    }
+    *out = rows;
+    *count = n;
+    return ECO_OK;
+}
