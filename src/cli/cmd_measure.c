@@ -18,6 +18,7 @@
 #include "eco/paths.h"
 #include "eco/record.h"
 #include "eco/stats.h"
+#include "eco/store.h"
 #include "eco/tokenizer.h"
 
 
@@ -93,29 +94,6 @@ static int parse_precisions(const char *list, eco_measure_options *o)
     return 1;
 }
 
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 > cap) {
-            cap = cap ? 2 * cap : 131072;
-            if (cap > ((size_t)64 << 20)) break;
-            char *p = realloc(buf, cap);
-            if (!p) break;
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 typedef struct {
     const char *model, *weights_dir, *backend, *meter, *out, *report, *schema, *run_id, *tokenizer;
     int prompt_tokens, quality_tokens, gpu_index, threads;
@@ -139,7 +117,8 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     if (tok_path[0] && access(tok_path, R_OK) == 0 && eco_find_data_file(ECO_QUALITY_TEXT_REL, NULL, text_path, sizeof text_path)) {
         eco_tokenizer *tk;
         size_t len = 0, n = 0;
-        char *text = read_text(text_path, &len);
+        char *text = NULL;
+        if (eco_store_read_file(text_path, (size_t)64 << 20, &text, &len)) text = NULL;
         int32_t *enc = NULL;
         if (text && !eco_tokenizer_load(tok_path, &tk)) {
             if (!eco_tokenizer_encode(tk, text, len, &enc, &n)) {

@@ -471,6 +471,110 @@ static eco_err check_filter(const eco_record_filter *f)
     return ECO_OK;
 }
 
+/* Steps a prepared query to its end, appending one zeroed element of `size` bytes per row filled by `fill`.
+ * The statement is reset (cached statements stay usable). */
+typedef void (*store_fill_fn)(sqlite3_stmt *st, void *elem);
+
+static eco_err collect_rows(eco_store *s, sqlite3_stmt *st, size_t size, store_fill_fn fill, const char *what,
+                            void **out, size_t *count)
+{
+    size_t n = 0, cap = 0;
+    char *v = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char *nv = realloc(v, cap * size);
+            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
+            v = nv;
+        }
+        void *x = v + n++ * size;
+        memset(x, 0, size);
+        fill(st, x);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, what); }
+    *out = v;
+    *count = n;
+    return ECO_OK;
+}
+
+static void fill_record(sqlite3_stmt *st, void *elem) { store_read_record(st, elem); }
+
+static void fill_session(sqlite3_stmt *st, void *elem)
+{
+    eco_session *x = elem;
+    char basis[16];
+    store_column_text(st, 0, x->id, sizeof x->id);
+    store_column_text(st, 1, x->gpu, sizeof x->gpu);
+    store_column_text(st, 2, x->arch, sizeof x->arch);
+    store_column_text(st, 3, x->date, sizeof x->date);
+    store_column_text(st, 4, x->software, sizeof x->software);
+    x->tokens = sqlite3_column_int(st, 5);
+    store_column_text(st, 6, basis, sizeof basis);
+    x->basis = !strcmp(basis, "gross") ? ECO_BASIS_GROSS : !strcmp(basis, "net") ? ECO_BASIS_NET : ECO_BASIS_UNKNOWN;
+    store_column_text(st, 7, x->method, sizeof x->method);
+    store_column_text(st, 8, x->source, sizeof x->source);
+    store_column_text(st, 9, x->note, sizeof x->note);
+}
+
+static void fill_import_error(sqlite3_stmt *st, void *elem)
+{
+    eco_import_error *x = elem;
+    x->import_id = sqlite3_column_int64(st, 0);
+    store_column_text(st, 1, x->file, sizeof x->file);
+    x->line = (size_t)sqlite3_column_int64(st, 2);
+    store_column_text(st, 3, x->message, sizeof x->message);
+    store_column_text(st, 4, x->at, sizeof x->at);
+}
+
+static void fill_link(sqlite3_stmt *st, void *elem)
+{
+    eco_import_link *x = elem;
+    store_column_text(st, 0, x->source, sizeof x->source);
+    store_column_text(st, 1, x->linked_source, sizeof x->linked_source);
+    store_column_text(st, 2, x->reason, sizeof x->reason);
+}
+
+static void fill_batch_row(sqlite3_stmt *st, void *elem)
+{
+    eco_batch_row *x = elem;
+    char prec[16];
+    store_column_text(st, 0, x->gpu, sizeof x->gpu);
+    store_column_text(st, 1, x->model, sizeof x->model);
+    store_column_text(st, 2, prec, sizeof prec);
+    if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
+    x->batch = sqlite3_column_int(st, 3);
+    x->tokens = sqlite3_column_int(st, 4);
+    x->n_runs = sqlite3_column_int(st, 5);
+    x->e_mj = store_column_double(st, 6);
+    x->e_sd_mj = store_column_double(st, 7);
+    x->throughput_tok_s = store_column_double(st, 8);
+    x->avg_power_w = store_column_double(st, 9);
+    store_column_text(st, 10, x->stat, sizeof x->stat);
+    store_column_text(st, 11, x->session, sizeof x->session);
+    store_column_text(st, 12, x->source, sizeof x->source);
+}
+
+static void fill_phase_row(sqlite3_stmt *st, void *elem)
+{
+    eco_phase_row *x = elem;
+    char prec[16];
+    store_column_text(st, 0, x->gpu, sizeof x->gpu);
+    store_column_text(st, 1, x->model, sizeof x->model);
+    store_column_text(st, 2, prec, sizeof prec);
+    if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
+    x->batch = sqlite3_column_int(st, 3);
+    x->prefill_active_j_per_call = store_column_double(st, 4);
+    x->decode_active_j_per_32_tok = store_column_double(st, 5);
+    x->decode_tok_s = store_column_double(st, 6);
+    x->prefill_ratio_vs_fp16 = store_column_double(st, 7);
+    x->decode_ratio_vs_fp16 = store_column_double(st, 8);
+    x->decode_speed_ratio_vs_fp16 = store_column_double(st, 9);
+    store_column_text(st, 10, x->session, sizeof x->session);
+    store_column_text(st, 11, x->source, sizeof x->source);
+}
+
 eco_err eco_store_query_records(eco_store *s, const eco_record_filter *filter, eco_record **out, size_t *count)
 {
     *out = NULL;
@@ -484,23 +588,9 @@ eco_err eco_store_query_records(eco_store *s, const eco_record_filter *filter, e
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return store_db_fail(s, "querying records");
     store_filter_bind(st, filter, 1);
-    size_t n = 0, cap = 0;
-    eco_record *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 32;
-            eco_record *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_finalize(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        store_read_record(st, &v[n++]);
-    }
+    eco_err e2 = collect_rows(s, st, sizeof(eco_record), fill_record, "querying records", (void **)out, count);
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "querying records"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return e2;
 }
 
 eco_err eco_store_record_extra(eco_store *s, const char *source, const char *precision, eco_record_extra *out)
@@ -570,36 +660,7 @@ eco_err eco_store_list_sessions(eco_store *s, eco_session **out, size_t *count)
     *count = 0;
     sqlite3_stmt *st = store_stmt(s, sql);
     if (!st) return eco_last_error_code();
-    size_t n = 0, cap = 0;
-    eco_session *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            eco_session *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        eco_session *x = &v[n++];
-        memset(x, 0, sizeof *x);
-        char basis[16];
-        store_column_text(st, 0, x->id, sizeof x->id);
-        store_column_text(st, 1, x->gpu, sizeof x->gpu);
-        store_column_text(st, 2, x->arch, sizeof x->arch);
-        store_column_text(st, 3, x->date, sizeof x->date);
-        store_column_text(st, 4, x->software, sizeof x->software);
-        x->tokens = sqlite3_column_int(st, 5);
-        store_column_text(st, 6, basis, sizeof basis);
-        x->basis = !strcmp(basis, "gross") ? ECO_BASIS_GROSS : !strcmp(basis, "net") ? ECO_BASIS_NET : ECO_BASIS_UNKNOWN;
-        store_column_text(st, 7, x->method, sizeof x->method);
-        store_column_text(st, 8, x->source, sizeof x->source);
-        store_column_text(st, 9, x->note, sizeof x->note);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "listing sessions"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return collect_rows(s, st, sizeof(eco_session), fill_session, "listing sessions", (void **)out, count);
 }
 
 eco_err store_log_import_error(eco_store *s, int64_t import_id, const char *file, size_t line, const char *msg)
@@ -628,28 +689,7 @@ eco_err eco_store_list_import_errors(eco_store *s, int64_t import_id, eco_import
     sqlite3_stmt *st = store_stmt(s, sql);
     if (!st) return eco_last_error_code();
     sqlite3_bind_int64(st, 1, import_id);
-    size_t n = 0, cap = 0;
-    eco_import_error *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            eco_import_error *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        eco_import_error *x = &v[n++];
-        x->import_id = sqlite3_column_int64(st, 0);
-        store_column_text(st, 1, x->file, sizeof x->file);
-        x->line = (size_t)sqlite3_column_int64(st, 2);
-        store_column_text(st, 3, x->message, sizeof x->message);
-        store_column_text(st, 4, x->at, sizeof x->at);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "listing import errors"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return collect_rows(s, st, sizeof(eco_import_error), fill_import_error, "listing import errors", (void **)out, count);
 }
 
 eco_err eco_store_list_links(eco_store *s, eco_import_link **out, size_t *count)
@@ -660,26 +700,7 @@ eco_err eco_store_list_links(eco_store *s, eco_import_link **out, size_t *count)
     *count = 0;
     sqlite3_stmt *st = store_stmt(s, sql);
     if (!st) return eco_last_error_code();
-    size_t n = 0, cap = 0;
-    eco_import_link *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            eco_import_link *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        store_column_text(st, 0, v[n].source, sizeof v[n].source);
-        store_column_text(st, 1, v[n].linked_source, sizeof v[n].linked_source);
-        store_column_text(st, 2, v[n].reason, sizeof v[n].reason);
-        n++;
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "listing links"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return collect_rows(s, st, sizeof(eco_import_link), fill_link, "listing links", (void **)out, count);
 }
 
 eco_err eco_store_count(eco_store *s, const char *table, size_t *count)
@@ -714,39 +735,7 @@ eco_err eco_store_query_batch_rows(eco_store *s, const char *gpu, const char *mo
     if (!st) return eco_last_error_code();
     store_bind_text(st, 1, gpu, false);
     store_bind_text(st, 2, model, false);
-    size_t n = 0, cap = 0;
-    eco_batch_row *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            eco_batch_row *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        eco_batch_row *x = &v[n++];
-        memset(x, 0, sizeof *x);
-        char prec[16];
-        store_column_text(st, 0, x->gpu, sizeof x->gpu);
-        store_column_text(st, 1, x->model, sizeof x->model);
-        store_column_text(st, 2, prec, sizeof prec);
-        if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
-        x->batch = sqlite3_column_int(st, 3);
-        x->tokens = sqlite3_column_int(st, 4);
-        x->n_runs = sqlite3_column_int(st, 5);
-        x->e_mj = store_column_double(st, 6);
-        x->e_sd_mj = store_column_double(st, 7);
-        x->throughput_tok_s = store_column_double(st, 8);
-        x->avg_power_w = store_column_double(st, 9);
-        store_column_text(st, 10, x->stat, sizeof x->stat);
-        store_column_text(st, 11, x->session, sizeof x->session);
-        store_column_text(st, 12, x->source, sizeof x->source);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "querying batch rows"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return collect_rows(s, st, sizeof(eco_batch_row), fill_batch_row, "querying batch rows", (void **)out, count);
 }
 
 eco_err eco_store_query_phase_rows(eco_store *s, eco_phase_row **out, size_t *count)
@@ -759,38 +748,7 @@ eco_err eco_store_query_phase_rows(eco_store *s, eco_phase_row **out, size_t *co
     *count = 0;
     sqlite3_stmt *st = store_stmt(s, sql);
     if (!st) return eco_last_error_code();
-    size_t n = 0, cap = 0;
-    eco_phase_row *v = NULL;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 32;
-            eco_phase_row *nv = realloc(v, cap * sizeof *v);
-            if (!nv) { free(v); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
-            v = nv;
-        }
-        eco_phase_row *x = &v[n++];
-        memset(x, 0, sizeof *x);
-        char prec[16];
-        store_column_text(st, 0, x->gpu, sizeof x->gpu);
-        store_column_text(st, 1, x->model, sizeof x->model);
-        store_column_text(st, 2, prec, sizeof prec);
-        if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
-        x->batch = sqlite3_column_int(st, 3);
-        x->prefill_active_j_per_call = store_column_double(st, 4);
-        x->decode_active_j_per_32_tok = store_column_double(st, 5);
-        x->decode_tok_s = store_column_double(st, 6);
-        x->prefill_ratio_vs_fp16 = store_column_double(st, 7);
-        x->decode_ratio_vs_fp16 = store_column_double(st, 8);
-        x->decode_speed_ratio_vs_fp16 = store_column_double(st, 9);
-        store_column_text(st, 10, x->session, sizeof x->session);
-        store_column_text(st, 11, x->source, sizeof x->source);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { free(v); return store_db_fail(s, "querying phase rows"); }
-    *out = v;
-    *count = n;
-    return ECO_OK;
+    return collect_rows(s, st, sizeof(eco_phase_row), fill_phase_row, "querying phase rows", (void **)out, count);
 }
 
 /* ---------------------------------------------------------------- replications and runs */
