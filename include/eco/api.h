@@ -13,6 +13,7 @@
 #include "eco/service.h"
 
 #define ECO_API_MAX_BODY_BYTES 8192u /* POST bodies above this are answered 413 */
+#define ECO_API_MAX_REPLICATION_BYTES (1u << 20) /* except an energy.json submitted to /v1/replications */
 #define ECO_API_MAX_URL_BYTES 4096u  /* request targets (path + query) above this are answered 414 */
 #define ECO_API_MAX_PARAMS 64u       /* query parameters per request */
 #define ECO_API_MAX_JSON_DEPTH 32u   /* nesting of a POST body */

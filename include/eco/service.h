@@ -33,9 +33,19 @@ eco_err eco_service_gpus(eco_service *svc, json_t **result);
 eco_err eco_service_models(eco_service *svc, json_t **result);
 eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_params_origin origin, json_t **result);
 
+/* Replications: energy.json documents others measured. Submitting validates the document against the published
+ * schema (data/schema/energy.schema.json) and stores a valid one; the result always says what happened:
+ * {accepted, stored, id, sha256, validation, errors[]} (accepted false with the schema errors by JSON Pointer when
+ * invalid; example documents are refused). ECO_EFORMAT for text that is not JSON, ECO_EUNSUPPORTED when the
+ * service has no store (--db) or cannot find the schema. */
+#define ECO_SERVICE_MAX_REPLICATION_BYTES ((size_t)1 << 20)
+eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t len, json_t **result);
+eco_err eco_service_replications(eco_service *svc, json_t **result);
+
 /* JSON Schemas (draft 2020-12, using only keywords common to draft-07) of each operation's input and
  * output, named "estimate_request", "estimate_response", "optimize_request", "optimize_response",
- * "architectures_response", "gpus_response", "models_response", "measurements_response", "problem".
+ * "architectures_response", "gpus_response", "models_response", "measurements_response",
+ * "replication_submit_response", "replications_response", "problem".
  * The OpenAPI document and the MCP tool declarations are built from these, so they cannot drift.
  * Returns a new reference, or NULL for an unknown name. */
 json_t *eco_service_schema(const char *name);

@@ -11,7 +11,7 @@
 static const char *const schema_names[] = {"estimate_request",       "estimate_response",   "optimize_request",
                                            "optimize_response",      "architectures_response", "gpus_response",
                                            "models_response",        "measurements_request", "measurements_response",
-                                           "problem"};
+                                           "replication_submit_response", "replications_response", "problem"};
 
 /* Rewrite "#/$defs/X" references to "#/components/schemas/<owner>_X", recursively. */
 static void rewrite_refs(json_t *node, const char *owner)
@@ -181,6 +181,43 @@ static json_t *simple_path(const char *id, const char *tag, const char *summary,
     return json_pack("{s:o}", "get", op);
 }
 
+static json_t *problem_response(const char *description);
+
+/* GET lists submitted replications; POST takes an energy.json (up to 1 MiB), validates it against the published
+ * schema and stores it: 201 stored, 200 stored before, 422 with the schema errors (or a problem when this server
+ * keeps no store). */
+static json_t *replications_path(void)
+{
+    json_t *get = operation("replicationsGet", "data", "Submitted replications",
+                            "Replications stored on this server: id, name, hash, validation status, GPU and model.");
+    json_t *responses = json_object();
+    json_object_set_new(responses, "200", ok_response("The list.", json_content(ref("schemas", "replications_response"))));
+    add_errors(responses, false, false);
+    json_object_set_new(get, "responses", responses);
+
+    json_t *post = operation("replicationsPost", "data", "Submit a replication (an energy.json)",
+                             "The body is an energy.json document as `eco measure` writes it (at most 1048576 bytes). "
+                             "It is validated against the published schema (data/schema/energy.schema.json) and stored "
+                             "only when valid; example documents are refused. Nothing is fitted from it automatically.");
+    json_object_set_new(post, "requestBody",
+                        json_pack("{s:b, s:o}", "required", 1, "content",
+                                  json_content(json_pack("{s:s, s:s}", "type", "object", "description",
+                                                         "energy.json, schema https://ecocompute.example/schema/energy/v2.json"))));
+    responses = json_object();
+    json_object_set_new(responses, "200", ok_response("Valid; this exact document was stored before.",
+                                                      json_content(ref("schemas", "replication_submit_response"))));
+    json_object_set_new(responses, "201", ok_response("Valid and stored.", json_content(ref("schemas", "replication_submit_response"))));
+    add_errors(responses, true, false);
+    json_t *invalid = json_pack("{s:s, s:{s:o}, s:{s:{s:o}, s:{s:o}}}", "description",
+                                "Not stored: the schema errors by JSON Pointer, or (problem) this server keeps no store.",
+                                "headers", "Cache-Control", ref("headers", "CacheControl"), "content", "application/json",
+                                "schema", ref("schemas", "replication_submit_response"), "application/problem+json", "schema",
+                                ref("schemas", "problem"));
+    json_object_set_new(responses, "422", invalid);
+    json_object_set_new(post, "responses", responses);
+    return json_pack("{s:o, s:o}", "get", get, "post", post);
+}
+
 static json_t *problem_response(const char *description)
 {
     return json_pack("{s:s, s:{s:o}, s:{s:{s:o}}}", "description", description, "headers", "Cache-Control",
@@ -220,6 +257,7 @@ json_t *eco_api_openapi(void)
                         service_path(schemas, query_only, "measurements", "data",
                                      "Measured comparisons (reference data and replications), filtered", false,
                                      "measurements_request", "measurements_response"));
+    json_object_set_new(paths, "/v1/replications", replications_path());
     json_object_set_new(paths, "/v1/architectures",
                         simple_path("architectures", "data", "GPU architectures with fitted curves",
                                     "Each architecture with its precisions, the model sizes measured and the crossover size.",
@@ -248,7 +286,8 @@ json_t *eco_api_openapi(void)
     json_object_set_new(responses, "NotFound", problem_response("No such route."));
     json_object_set_new(responses, "MethodNotAllowed", problem_response("Method not allowed; the Allow header lists "
                                                                         "the methods of this path."));
-    json_object_set_new(responses, "ContentTooLarge", problem_response("The body is over 8192 bytes."));
+    json_object_set_new(responses, "ContentTooLarge", problem_response("The body is over 8192 bytes (1048576 for a "
+                                                                       "replication)."));
     json_object_set_new(responses, "UriTooLong", problem_response("The request target is over 4096 bytes."));
     json_object_set_new(responses, "UnprocessableContent", problem_response("Valid input, but no data covers it "
                                                                             "(e.g. a precision not measured on that "

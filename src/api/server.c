@@ -65,7 +65,8 @@ typedef struct {
     size_t discarded;  /* body bytes dropped after that */
     size_t uri_len;    /* length of the raw target as sent (may exceed what was copied) */
     size_t body_len;
-    char *body;        /* capped at ECO_API_MAX_BODY_BYTES, allocated on the first chunk */
+    char *body;        /* capped at body_limit, allocated on the first chunk */
+    size_t body_limit; /* ECO_API_MAX_BODY_BYTES, or ECO_API_MAX_REPLICATION_BYTES for a submitted energy.json */
     char uri[];        /* raw target, at most ECO_API_MAX_URL_BYTES + 1 bytes copied */
 } request;
 
@@ -246,6 +247,7 @@ static const route_entry routes[] = {
     {"/v1/estimate", ROUTE_ESTIMATE, true},          {"/v1/optimize", ROUTE_OPTIMIZE, true},
     {"/v1/architectures", ROUTE_ARCHITECTURES, false}, {"/v1/gpus", ROUTE_GPUS, false},
     {"/v1/models", ROUTE_MODELS, false},             {"/v1/measurements", ROUTE_MEASUREMENTS, false},
+    {"/v1/replications", ROUTE_REPLICATIONS, true},
     {"/openapi.json", ROUTE_OPENAPI, false},         {"/healthz", ROUTE_HEALTHZ, false},
     {"/metrics", ROUTE_METRICS, false},
 };
@@ -294,6 +296,22 @@ static enum MHD_Result serve_static(eco_api *api, struct MHD_Connection *con, re
     add_common_headers(r, f.content_type, "no-cache");
     MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, f.etag);
     enum MHD_Result ret = queue(con, rq, 200, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* POST /v1/replications: the raw body is the energy.json; 201 stored, 200 stored before, 422 with the schema errors. */
+static enum MHD_Result submit_replication(eco_api *api, struct MHD_Connection *con, request *rq)
+{
+    json_t *result = NULL;
+    eco_clear_error();
+    eco_err err = eco_service_submit_replication(api->svc, rq->body ? rq->body : "", rq->body_len, &result);
+    if (err) return send_service_error(con, rq, err);
+    bool accepted = json_is_true(json_object_get(result, "accepted"));
+    int status = !accepted ? 422 : json_is_true(json_object_get(result, "stored")) ? 201 : 200;
+    struct MHD_Response *r = json_response(result, CACHE_NONE);
+    if (!r) return send_problem(con, rq, 500, "urn:ecocompute:problem:internal", "cannot serialise the answer", NULL, NULL);
+    enum MHD_Result ret = queue(con, rq, status, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -358,6 +376,7 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
             json_decref(qp);
             return ret;
         }
+        if (rq->route == ROUTE_REPLICATIONS) return submit_replication(api, con, rq);
         err = eco_api_parse_body(rq->body ? rq->body : "", rq->body_len, &params);
     } else if (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_MEASUREMENTS) {
         err = eco_api_parse_query(query, qlen, &params);
@@ -378,6 +397,10 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     case ROUTE_MEASUREMENTS:
         err = eco_service_measurements(api->svc, params, origin, &result);
         cache = CACHE_MEASUREMENTS;
+        break;
+    case ROUTE_REPLICATIONS:
+        err = eco_service_replications(api->svc, &result);
+        cache = CACHE_NONE;
         break;
     case ROUTE_OPENAPI: return queue(con, rq, 200, api->r_openapi);
     case ROUTE_HEALTHZ: return queue(con, rq, 200, api->r_healthz);
@@ -446,6 +469,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     }
     if (!rq->started) {
         rq->started = true;
+        size_t path_len = strcspn(rq->uri, "?#");
+        rq->body_limit = (path_len == 16 || (path_len == 17 && rq->uri[16] == '/')) && !strncmp(rq->uri, "/v1/replications", 16)
+                             ? ECO_API_MAX_REPLICATION_BYTES
+                             : ECO_API_MAX_BODY_BYTES;
         if (rq->uri_len > ECO_API_MAX_URL_BYTES) {
             char detail[128];
             snprintf(detail, sizeof detail, "request target is %zu bytes, the limit is %u", rq->uri_len, ECO_API_MAX_URL_BYTES);
@@ -456,9 +483,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             char *end;
             errno = 0;
             unsigned long long n = strtoull(cl, &end, 10);
-            if (errno || end == cl || n > ECO_API_MAX_BODY_BYTES) {
+            if (errno || end == cl || n > rq->body_limit) {
                 char detail[128];
-                snprintf(detail, sizeof detail, "request body is %.24s bytes, the limit is %u", cl, ECO_API_MAX_BODY_BYTES);
+                snprintf(detail, sizeof detail, "request body is %.24s bytes, the limit is %zu", cl, rq->body_limit);
                 return send_problem(con, rq, 413, "urn:ecocompute:problem:too-large", detail, "body", NULL);
             }
         }
@@ -469,12 +496,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
         *upload_data_size = 0;
         /* MHD cannot queue a response mid-body (chunked uploads have no Content-Length to reject early):
          * count and discard the excess, answer 413 once the body ends, and drop a client that keeps going. */
-        if (rq->too_big || rq->body_len + n > ECO_API_MAX_BODY_BYTES) {
+        if (rq->too_big || rq->body_len + n > rq->body_limit) {
             rq->too_big = true;
             rq->discarded += n;
             return rq->discarded > DISCARD_LIMIT_BYTES ? MHD_NO : MHD_YES;
         }
-        if (!rq->body && !(rq->body = malloc(ECO_API_MAX_BODY_BYTES))) return MHD_NO;
+        if (!rq->body && !(rq->body = malloc(rq->body_limit))) return MHD_NO;
         memcpy(rq->body + rq->body_len, upload_data, n);
         rq->body_len += n;
         return MHD_YES;
@@ -482,7 +509,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
     if (rq->status) return MHD_YES;
     if (rq->too_big) {
         char detail[128];
-        snprintf(detail, sizeof detail, "request body exceeds the limit of %u bytes", ECO_API_MAX_BODY_BYTES);
+        snprintf(detail, sizeof detail, "request body exceeds the limit of %zu bytes", rq->body_limit);
         return send_problem(con, rq, 413, "urn:ecocompute:problem:too-large", detail, "body", NULL);
     }
     return dispatch(api, con, method, rq);

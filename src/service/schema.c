@@ -237,6 +237,25 @@ static json_t *measurements_response(void)
     return obj("measurements", array_of(row), "count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), NULL);
 }
 
+static json_t *replication_submit_response(void)
+{
+    json_t *err = obj("instance_path", described(t("string"), "JSON Pointer into the submitted document"), "keyword",
+                      t("string"), "message", t("string"), NULL);
+    return obj("accepted", described(t("boolean"), "valid against the published energy.json schema, and not an example"),
+               "stored", described(t("boolean"), "false when the same document was stored before"), "id",
+               described(tnull("integer"), "replication id in the store; null when not accepted"), "sha256",
+               json_pack("{s:s, s:s}", "type", "string", "pattern", "^[0-9a-f]{64}$"), "validation", enum_of("valid", "invalid", NULL),
+               "errors", array_of(err), NULL);
+}
+
+static json_t *replications_response(void)
+{
+    json_t *row = obj("id", t("integer"), "name", t("string"), "sha256", t("string"), "validation",
+                      enum_of("valid", "invalid", "unvalidated", NULL), "submitted_at", t("string"), "gpu", tnull("string"),
+                      "model", tnull("string"), NULL);
+    return obj("replications", array_of(row), "count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), NULL);
+}
+
 static json_t *problem(void)
 {
     /* RFC 9457: extension members are allowed, so additionalProperties stays open */
@@ -260,6 +279,9 @@ json_t *eco_service_schema(const char *name)
         {"models_response", "Model presets", models_response},
         {"measurements_request", "Measurements filter", measurements_request},
         {"measurements_response", "Measured comparisons", measurements_response},
+        {"replication_submit_response", "Replication submission: accepted and stored, or the schema errors",
+         replication_submit_response},
+        {"replications_response", "Submitted replications", replications_response},
         {"problem", "Problem details (RFC 9457)", problem},
     };
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)

@@ -1,6 +1,9 @@
 /* The request layer: parameter validation (naming the field), the estimator/optimizer of src/fit, JSON answers.
  * Read-only after open, so one eco_service serves many threads at once (the store has its own locking). */
 #include "eco/service.h"
+#include "eco/paths.h"
+#include "eco/jsonschema.h"
+#include "eco/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,6 +23,7 @@ struct eco_service {
     eco_curve_set *set;
     eco_store *store;
     pthread_mutex_t store_lock;
+    eco_schema *energy_schema; /* NULL when the schema file cannot be found: submissions are then refused */
 };
 
 eco_err eco_service_open(const eco_service_config *cfg, eco_service **out)
@@ -38,6 +42,10 @@ eco_err eco_service_open(const eco_service_config *cfg, eco_service **out)
     }
     if (e) { free(s->set); free(s); return e; }
     pthread_mutex_init(&s->store_lock, NULL);
+    char schema_path[4096];
+    if (eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", schema_path, sizeof schema_path) &&
+        eco_schema_compile_file(schema_path, 0, &s->energy_schema))
+        s->energy_schema = NULL; /* reported on each submission instead of failing the whole service */
     *out = s;
     return ECO_OK;
 }
@@ -46,6 +54,7 @@ void eco_service_close(eco_service *s)
 {
     if (!s) return;
     if (s->store) eco_store_close(s->store);
+    eco_schema_free(s->energy_schema);
     pthread_mutex_destroy(&s->store_lock);
     free(s->set);
     free(s);
@@ -493,4 +502,79 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     free(rows);
     *result = json_pack("{s:o, s:I}", "measurements", a, "count", (json_int_t)n);
     return ECO_OK;
+}
+
+/* ---- replications ---- */
+
+eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t len, json_t **result)
+{
+    *result = NULL;
+    if (!svc->store) return eco_fail(ECO_EUNSUPPORTED, "this server keeps no store (start it with --db) for replications");
+    if (!svc->energy_schema)
+        return eco_fail(ECO_EUNSUPPORTED, "this server cannot find %s to validate replications", ECO_ENERGY_SCHEMA_REL);
+    json_t *j;
+    eco_err e = eco_json_loadb(doc, len, "energy.json", ECO_SERVICE_MAX_REPLICATION_BYTES, &j);
+    if (e) return e == ECO_ETOOBIG ? e : eco_fail_field(ECO_EINVAL, "body", "%s", eco_last_error());
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return eco_fail_field(ECO_EINVAL, "body", "an energy.json must be a JSON object");
+    }
+    eco_schema_errors errs;
+    eco_schema_errors_init(&errs);
+    bool valid = eco_schema_validate(svc->energy_schema, j, &errs) == ECO_OK;
+    json_t *errors = json_array();
+    for (size_t i = 0; i < errs.count; i++)
+        json_array_append_new(errors, json_pack("{s:s, s:s, s:s}", "instance_path", errs.items[i].instance_path, "keyword",
+                                                errs.items[i].keyword, "message", errs.items[i].message));
+    eco_schema_errors_free(&errs);
+    if (valid && json_is_true(json_object_get(j, "example"))) {
+        valid = false;
+        json_array_append_new(errors, json_pack("{s:s, s:s, s:s}", "instance_path", "/example", "keyword", "const", "message",
+                                                "an example document (example: true) is never stored as data"));
+    }
+    char sha[65];
+    eco_sha256_hex(doc, len, sha);
+    int64_t id = 0;
+    bool stored = false;
+    if (valid) {
+        const char *name = json_string_value(json_object_get(j, "run_id"));
+        pthread_mutex_lock(&svc->store_lock);
+        e = eco_store_add_replication(svc->store, name ? name : "submission", doc, len, ECO_VALIDATION_VALID, "", &id, &stored);
+        pthread_mutex_unlock(&svc->store_lock);
+        if (e) { json_decref(errors); json_decref(j); return e; }
+    }
+    json_decref(j);
+    *result = json_pack("{s:b, s:b, s:o, s:s, s:s, s:o}", "accepted", valid, "stored", stored, "id",
+                        valid ? json_integer(id) : json_null(), "sha256", sha, "validation", valid ? "valid" : "invalid",
+                        "errors", errors);
+    return *result ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
+}
+
+eco_err eco_service_replications(eco_service *svc, json_t **result)
+{
+    *result = NULL;
+    json_t *list = json_array();
+    if (svc->store) {
+        eco_replication *r = NULL;
+        size_t n = 0;
+        pthread_mutex_lock(&svc->store_lock);
+        eco_err e = eco_store_list_replications(svc->store, &r, &n);
+        pthread_mutex_unlock(&svc->store_lock);
+        if (e) { json_decref(list); return e; }
+        for (size_t i = 0; i < n; i++) {
+            json_t *d = json_loads(r[i].doc, 0, NULL);
+            const json_t *gpu = json_object_get(json_object_get(d, "environment"), "gpu");
+            const char *gname = json_string_value(json_object_get(gpu, "name"));
+            const char *model = json_string_value(json_object_get(json_object_get(d, "weights"), "model"));
+            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o}", "id", (json_int_t)r[i].id, "name",
+                                                  r[i].name, "sha256", r[i].sha256, "validation",
+                                                  eco_validation_name(r[i].validation), "submitted_at", r[i].submitted_at, "gpu",
+                                                  gname ? json_string(gname) : json_null(), "model",
+                                                  model ? json_string(model) : json_null()));
+            json_decref(d);
+        }
+        eco_store_free_replications(r, n);
+    }
+    *result = json_pack("{s:o, s:I}", "replications", list, "count", (json_int_t)json_array_size(list));
+    return *result ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
 }

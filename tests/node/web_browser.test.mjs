@@ -143,9 +143,17 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   await page.click('#validate');
   await page.waitForSelector('#verdict-valid');
   assert.equal(await page.getAttribute('#compare tr[data-precision="nf4"] [data-verdict]', 'data-verdict'), 'inside');
-  assert.equal(await page.isDisabled('#submit'), true, 'no replication endpoint: submit stays disabled');
-  assert.match(await page.textContent('#submit-status'), /no replication endpoint/);
+  // nothing was sent while validating; Submit posts to the API, which refuses an example document (422)
+  assert.equal((await (await fetch(`${srv.base}/v1/replications`)).json()).count, 0, 'nothing uploaded before Submit');
+  assert.equal(await page.isDisabled('#submit'), false, 'the API has a replication endpoint: submit is enabled');
   await page.screenshot({ path: join(SHOTS, 'replications-valid.png'), fullPage: true });
+  await page.click('#submit');
+  await page.waitForFunction(() => /refused it: HTTP 422/.test(document.querySelector('#submit-status').textContent));
+  assert.equal((await (await fetch(`${srv.base}/v1/replications`)).json()).count, 0, 'an example document is never stored');
+  // the refusal is the one expected console entry: chromium logs every 4xx resource load
+  const refusal = problems.findIndex((p) => /status of 422/.test(p));
+  assert.ok(refusal >= 0, 'the 422 refusal was seen');
+  problems.splice(refusal, 1);
 
   // invalid: exactly the sidecar's pointers
   for (const name of ['two-errors', 'unknown-field', 'missing-fp16']) {
