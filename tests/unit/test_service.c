@@ -286,6 +286,61 @@ static void test_optimize_and_lists(void **state)
     json_decref(prob);
 }
 
+static void test_replications(void **state)
+{
+    (void)state;
+    char db[256], path[512];
+    snprintf(db, sizeof db, "/tmp/eco_test_repl_%d.db", (int)getpid());
+    unlink(db);
+    eco_service *nostore = NULL, *svc = NULL;
+    eco_service_config c1 = {.curves_path = curves_path}, c2 = {.curves_path = curves_path, .db_path = db};
+    assert_int_equal(eco_service_open(&c1, &nostore), ECO_OK);
+    json_t *r = NULL;
+    assert_int_equal(eco_service_submit_replication(nostore, "{}", 2, &r), ECO_EUNSUPPORTED); /* nowhere to keep it */
+    assert_non_null(strstr(eco_last_error(), "--db"));
+    eco_service_close(nostore);
+
+    assert_int_equal(eco_service_open(&c2, &svc), ECO_OK);
+    assert_int_equal(eco_service_submit_replication(svc, "{\"a\":", 6, &r), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "body");
+    assert_int_equal(eco_service_submit_replication(svc, "[1]", 3, &r), ECO_EINVAL);
+
+    /* a measured run: accepted and stored once */
+    char *doc = slurp(eco_test_path("ECO_SOURCE_DIR", "data/h200/h200_qwen2.5-1.5b.energy.json", path, sizeof path));
+    assert_int_equal(eco_service_submit_replication(svc, doc, strlen(doc), &r), ECO_OK);
+    assert_true(json_is_true(json_object_get(r, "accepted")) && json_is_true(json_object_get(r, "stored")));
+    assert_valid("replication_submit_response", r);
+    json_decref(r);
+    assert_int_equal(eco_service_submit_replication(svc, doc, strlen(doc), &r), ECO_OK);
+    assert_true(json_is_true(json_object_get(r, "accepted")) && json_is_false(json_object_get(r, "stored")));
+    json_decref(r);
+    free(doc);
+
+    /* an example is refused with a pointer to why; an invalid document with its schema errors */
+    doc = slurp(eco_test_path("ECO_SOURCE_DIR", "data/schema/examples/energy.example.valid.json", path, sizeof path));
+    assert_int_equal(eco_service_submit_replication(svc, doc, strlen(doc), &r), ECO_OK);
+    assert_true(json_is_false(json_object_get(r, "accepted")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "errors"), 0), "instance_path")), "/example");
+    json_decref(r);
+    free(doc);
+    doc = slurp(eco_test_path("ECO_SOURCE_DIR", "data/schema/examples/energy.invalid.bad-precision.json", path, sizeof path));
+    assert_int_equal(eco_service_submit_replication(svc, doc, strlen(doc), &r), ECO_OK);
+    assert_string_equal(json_string_value(json_object_get(r, "validation")), "invalid");
+    assert_true(json_array_size(json_object_get(r, "errors")) >= 1);
+    assert_valid("replication_submit_response", r);
+    json_decref(r);
+    free(doc);
+
+    assert_int_equal(eco_service_replications(svc, &r), ECO_OK);
+    assert_int_equal(json_integer_value(json_object_get(r, "count")), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "replications"), 0), "gpu")),
+                        "NVIDIA H200");
+    assert_valid("replications_response", r);
+    json_decref(r);
+    eco_service_close(svc);
+    unlink(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_optimize_and_lists),
+        cmocka_unit_test(test_replications),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
