@@ -301,6 +301,8 @@ static eco_err reject(ctx *x, size_t line, const char *fmt, ...)
     return store_log_import_error(x->s, x->import_id, x->file, line, msg);
 }
 
+
+
 static void count(ctx *x, store_upsert r)
 {
     if (r == STORE_INSERTED) x->rep->rows_inserted++;
@@ -408,6 +410,28 @@ static const char *csv_msg(void)
 {
     const char *m = eco_last_error(), *p = strstr(m, ": ");
     return p ? p + 2 : m;
+}
+
+/* The next well-formed data row: counts every row read, rejects (file:line) malformed CSV and, when n_fields is
+ * not 0, rows with another field count, and moves on. *got is false at the end of the file. */
+static eco_err next_row(ctx *x, eco_csv *c, size_t n_fields, eco_csv_row *row, bool *got)
+{
+    for (;;) {
+        bool eof;
+        eco_err e = eco_csv_next(c, row, &eof);
+        if (eof) { *got = false; return ECO_OK; }
+        x->rep->rows_read++;
+        if (e) {
+            if (e == ECO_ENOMEM || (e = reject(x, row->line, "malformed CSV: %s", csv_msg()))) return e;
+            continue;
+        }
+        if (n_fields && row->n_fields != n_fields) {
+            if ((e = reject(x, row->line, "expected %zu fields, got %zu", n_fields, row->n_fields))) return e;
+            continue;
+        }
+        *got = true;
+        return ECO_OK;
+    }
 }
 
 static bool parse_cv_from_note(const char *note, double *cv)
@@ -619,16 +643,12 @@ static eco_err import_paired(ctx *x, const manifest_entry *m, const header *h, e
     eco_err e = check_cols(x, h, SESSION_COLS);
     if (e) return e;
     eco_csv_row row;
-    bool eof, ok;
+    bool ok;
     session_row sr;
     for (;;) {
-        e = eco_csv_next(c, &row, &eof);
-        if (eof) break;
-        x->rep->rows_read++;
-        if (e) {
-            if (e == ECO_ENOMEM || (e = reject(x, row.line, "malformed CSV: %s", csv_msg()))) return e;
-            continue;
-        }
+        bool got;
+        if ((e = next_row(x, c, 0, &row, &got))) return e;
+        if (!got) break;
         if ((e = parse_session_row(x, m, h, &row, &sr, &ok))) return e;
         if (!ok) continue;
         snprintf(sr.r.source, sizeof sr.r.source, "%s:%zu", x->file, row.line);
@@ -660,15 +680,11 @@ static eco_err import_replicates(ctx *x, const manifest_entry *m, const header *
     session_row *rows = NULL;
     size_t n = 0;
     eco_csv_row row;
-    bool eof, ok;
+    bool ok;
     for (;;) {
-        e = eco_csv_next(c, &row, &eof);
-        if (eof) break;
-        x->rep->rows_read++;
-        if (e) {
-            if (e == ECO_ENOMEM || (e = reject(x, row.line, "malformed CSV: %s", csv_msg()))) goto out;
-            continue;
-        }
+        bool got;
+        if ((e = next_row(x, c, 0, &row, &got))) goto out;
+        if (!got) break;
         session_row *nr = realloc(rows, (n + 1) * sizeof *rows);
         if (!nr) { e = eco_fail(ECO_ENOMEM, "import: out of memory"); goto out; }
         rows = nr;
@@ -748,19 +764,10 @@ static eco_err check_replicate_summary(ctx *x, const manifest_entry *m, const he
     eco_err e = check_cols(x, h, need);
     if (e) return e;
     eco_csv_row row;
-    bool eof;
     for (;;) {
-        e = eco_csv_next(c, &row, &eof);
-        if (eof) break;
-        x->rep->rows_read++;
-        if (e) {
-            if (e == ECO_ENOMEM || (e = reject(x, row.line, "malformed CSV: %s", csv_msg()))) return e;
-            continue;
-        }
-        if (row.n_fields != h->n) {
-            if ((e = reject(x, row.line, "expected %zu fields, got %zu", h->n, row.n_fields))) return e;
-            continue;
-        }
+        bool got;
+        if ((e = next_row(x, c, h->n, &row, &got))) return e;
+        if (!got) break;
         double want[5];
         int trials;
         bool good = parse_int(fld(&row, col(h, "n_trials")), &trials);
@@ -1141,19 +1148,10 @@ static eco_err import_batch_raw(ctx *x, const manifest_entry *m, const header *h
     eco_err e = batch_session(x, m);
     if (e) return e;
     eco_csv_row row;
-    bool eof;
     for (;;) {
-        e = eco_csv_next(c, &row, &eof);
-        if (eof) return ECO_OK;
-        x->rep->rows_read++;
-        if (e) {
-            if (e == ECO_ENOMEM || (e = reject(x, row.line, "malformed CSV: %s", csv_msg()))) return e;
-            continue;
-        }
-        if (row.n_fields != h->n) {
-            if ((e = reject(x, row.line, "expected %zu fields, got %zu", h->n, row.n_fields))) return e;
-            continue;
-        }
+        bool got;
+        if ((e = next_row(x, c, h->n, &row, &got))) return e;
+        if (!got) return ECO_OK;
         eco_batch_row b;
         memset(&b, 0, sizeof b);
         b.e_sd_mj = b.throughput_tok_s = b.avg_power_w = NAN;
@@ -1280,19 +1278,10 @@ static eco_err import_phase(ctx *x, const manifest_entry *m, const header *h, ec
     if (e) return e;
     if ((e = batch_session(x, m))) return e;
     eco_csv_row row;
-    bool eof;
     for (;;) {
-        e = eco_csv_next(c, &row, &eof);
-        if (eof) return ECO_OK;
-        x->rep->rows_read++;
-        if (e) {
-            if (e == ECO_ENOMEM || (e = reject(x, row.line, "malformed CSV: %s", csv_msg()))) return e;
-            continue;
-        }
-        if (row.n_fields != h->n) {
-            if ((e = reject(x, row.line, "expected %zu fields, got %zu", h->n, row.n_fields))) return e;
-            continue;
-        }
+        bool got;
+        if ((e = next_row(x, c, h->n, &row, &got))) return e;
+        if (!got) return ECO_OK;
         int batch = 0;
         double v[6];
         bool good = parse_int(fld(&row, col(h, "batch_size")), &batch) && batch >= 1;
