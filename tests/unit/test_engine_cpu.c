@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eco/engine.h"
+#include "eco/tokenizer.h"
 #include "eco/model.h"
 #include "eco/quant.h"
 
@@ -495,6 +496,48 @@ static void test_quality(void **state)
     eco_weights_free(w);
 }
 
+/* The text path: tokenizer.json + text -> the same numbers as the token path on the same ids. */
+static void test_quality_text(void **state)
+{
+    (void)state;
+    char tok_path[512];
+    eco_test_path("ECO_SOURCE_DIR", "tests/fixtures/tokenizer/llama3.tokenizer.json", tok_path, sizeof tok_path);
+    eco_tokenizer *tok;
+    assert_int_equal(eco_tokenizer_load(tok_path, &tok), ECO_OK);
+    const char *text = "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do.";
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(eco_tokenizer_encode(tok, text, strlen(text), &ids, &n), ECO_OK);
+    assert_true(n > 20);
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    c.vocab = (int)eco_tokenizer_vocab_size(tok);
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 5, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.threads = 2;
+    eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_NF4};
+    eco_quality_result by_text[2], by_ids[2];
+    assert_int_equal(eco_quality_eval_text("cpu", w, &o, tok_path, text, strlen(text), 20, precs, 2, by_text), ECO_OK);
+    assert_int_equal(eco_quality_eval("cpu", w, &o, ids, 20, precs, 2, by_ids), ECO_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(by_text[i].positions, 19);
+        assert_near(by_text[i].kl_mean, by_ids[i].kl_mean, 0);
+        assert_near(by_text[i].perplexity, by_ids[i].perplexity, 0);
+    }
+    /* a tokenizer with more ids than the model has embedding rows is refused, naming the file */
+    eco_weights_free(w);
+    c.vocab = 256;
+    assert_int_equal(eco_weights_synthetic(&c, 5, &w), ECO_OK);
+    assert_int_equal(eco_quality_eval_text("cpu", w, &o, tok_path, text, strlen(text), 20, precs, 2, by_text), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "llama3.tokenizer.json"));
+    assert_int_not_equal(eco_quality_eval_text("cpu", w, &o, "/nonexistent/tokenizer.json", text, strlen(text), 20, precs, 2,
+                                               by_text), ECO_OK);
+    eco_weights_free(w);
+    free(ids);
+    eco_tokenizer_free(tok);
+}
+
 static void test_resident_bytes(void **state)
 {
     (void)state;
@@ -532,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_generate),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_quality),
+        cmocka_unit_test(test_quality_text),
         cmocka_unit_test(test_resident_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
