@@ -92,6 +92,8 @@ eco_err eco_measurement_summary(const eco_measurement *m, int config, eco_config
 /* Meter self-test (idle check + counter cadence, and the windows' counter/instant agreement afterwards):
  * "measured", "unverified" or "failed"; "unavailable" without a meter. */
 const char *eco_measurement_basis(const eco_measurement *m);
+/* Why the self-test failed (basis "failed": the run went on without energy), "" otherwise. */
+const char *eco_measurement_failure(const eco_measurement *m);
 double eco_measurement_idle_before_w(const eco_measurement *m);
 double eco_measurement_idle_after_w(const eco_measurement *m);
 /* The self-test and windows as JSON (for energy.json), new reference. */

@@ -80,7 +80,7 @@ static json_t *comparison_json(const eco_config_summary *s, const char *basis, c
     json_t *c = json_object();
     json_object_set_new(c, "precision", json_string(eco_precision_name(s->precision)));
     json_object_set_new(c, "baseline", json_string("fp16"));
-    json_object_set_new(c, "basis", json_string(energy ? basis : "unavailable"));
+    json_object_set_new(c, "basis", json_string(energy || !strcmp(basis, "failed") ? basis : "unavailable"));
     json_object_set_new(c, "metric", json_string("mj_per_token_gross"));
     json_object_set_new(c, "delta_pct", energy ? json_real(s->delta_pct) : json_null());
     json_object_set_new(c, "ci95_pct", energy && s->n >= 2 ? interval_or_null(s->delta_ci95_lo, s->delta_ci95_hi) : json_null());
@@ -115,7 +115,9 @@ static void make_run_id(const eco_energy_meta *meta, char *buf, size_t cap)
 eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, json_t **out)
 {
     const char *basis = eco_measurement_basis(m);
-    const char *reason = meta->energy_unavailable_reason ? meta->energy_unavailable_reason : "no energy meter";
+    const char *reason = eco_measurement_failure(m)[0]          ? eco_measurement_failure(m)
+                         : meta->energy_unavailable_reason ? meta->energy_unavailable_reason
+                                                           : "no energy meter";
     const eco_measure_options *o = eco_measurement_options(m);
     json_t *doc = json_object();
     char run_id[160], created[32];
@@ -183,7 +185,7 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     json_object_set_new(doc, "results", results);
     json_object_set_new(doc, "comparisons", comparisons);
     json_object_set_new(doc, "windows", eco_measurement_windows_json(m));
-    if (!strcmp(basis, "unverified")) add_flag(run_flags, "counter-check-failed");
+    if (!strcmp(basis, "unverified") || !strcmp(basis, "failed")) add_flag(run_flags, "counter-check-failed");
     json_object_set_new(doc, "flags", run_flags);
     json_t *notes = json_array();
     if (meta->weights_source && !strcmp(meta->weights_source, "synthetic"))

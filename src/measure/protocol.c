@@ -29,7 +29,7 @@ struct eco_measurement {
     size_t windows_flagged, sampler_dropped, sampler_samples;
     double gens_per_window[ECO_MEASURE_MAX_CONFIGS], prefills_per_window[ECO_MEASURE_MAX_CONFIGS];
     json_t *quality[ECO_MEASURE_MAX_CONFIGS];
-    char note[256];
+    char failure[512]; /* why the meter self-test failed ("" when it did not) */
 };
 
 void eco_measure_options_default(eco_measure_options *o)
@@ -260,25 +260,28 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     return push_window(m, &win);
 }
 
+/* Self-test: idle agreement between the counter and the instant field, and the counter cadence. An error here
+ * (a counter that never moves, a failed read) makes the run's basis "failed": it goes on without energy. */
+static eco_err self_test(eco_measurement *m, eco_nvml *meter, eco_sampler *s)
+{
+    const eco_measure_options *o = &m->opt;
+    double idle_s = o->idle_s > 0 ? o->idle_s : 1.0;
+    eco_err e = idle_window(m, meter, s, idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w);
+    if (e) return e;
+    m->selftest_counter_w = m->idle_before_w;
+    m->idle_check_passed = isnan(m->selftest_instant_w) || m->selftest_instant_w <= 0
+                               ? -1
+                               : fabs(m->selftest_counter_w / m->selftest_instant_w - 1.0) <= IDLE_AGREEMENT;
+    if ((e = cadence_check(meter, 1.0, &m->cadence_median_ms, &m->read_latency_median_ms))) return e;
+    m->cadence_check_passed = m->cadence_median_ms >= CADENCE_MIN_MS && m->cadence_median_ms <= CADENCE_MAX_MS;
+    return ECO_OK;
+}
+
 static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter, eco_sampler *s)
 {
     const eco_measure_options *o = &m->opt;
     eco_err e;
-    m->idle_before_w = m->idle_after_w = NAN;
-    if (meter) {
-        /* Self-test: idle agreement between the counter and the instant field, and the counter cadence. */
-        double idle_s = o->idle_s > 0 ? o->idle_s : 1.0;
-        if ((e = idle_window(m, meter, s, idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w)))
-            return e;
-        m->selftest_counter_w = m->idle_before_w;
-        m->idle_check_passed = isnan(m->selftest_instant_w) || m->selftest_instant_w <= 0
-                                   ? -1
-                                   : fabs(m->selftest_counter_w / m->selftest_instant_w - 1.0) <= IDLE_AGREEMENT;
-        if ((e = cadence_check(meter, 1.0, &m->cadence_median_ms, &m->read_latency_median_ms))) return e;
-        m->cadence_check_passed = m->cadence_median_ms >= CADENCE_MIN_MS && m->cadence_median_ms <= CADENCE_MAX_MS;
-    } else {
-        m->idle_check_passed = m->cadence_check_passed = -1;
-    }
+    if (!meter && !m->failure[0]) m->idle_check_passed = m->cadence_check_passed = -1; /* no meter: not run */
 
     /* Warm-ups also size the windows: K generations so a window lasts >= min_window_s. */
     for (int c = 0; c < o->n_configs; c++) {
@@ -331,7 +334,16 @@ eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml 
         free(m);
         return e;
     }
-    e = run_protocol(m, w, meter, s);
+    m->idle_before_w = m->idle_after_w = NAN;
+    if (meter && (e = self_test(m, meter, s))) {
+        snprintf(m->failure, sizeof m->failure, "energy meter self-test failed: %s", eco_last_error());
+        if (!o->quiet) fprintf(stderr, "[self-test] %s; measuring without energy\n", m->failure);
+        eco_sampler_stop(s);
+        m->idle_before_w = NAN;
+        m->idle_check_passed = m->cadence_check_passed = 0;
+        meter = NULL;
+    }
+    e = run_protocol(m, w, meter, s && meter ? s : NULL);
     if (s) {
         eco_sampler_stop(s);
         m->sampler_dropped = eco_sampler_dropped(s);
@@ -339,7 +351,8 @@ eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml 
         eco_sampler_free(s);
     }
     if (e) { eco_measurement_free(m); return e; }
-    if (!meter) m->basis = "unavailable";
+    if (m->failure[0]) m->basis = "failed";
+    else if (!meter) m->basis = "unavailable";
     else if (m->idle_check_passed == 1 && m->cadence_check_passed == 1) m->basis = "measured";
     else m->basis = "unverified";
     *out = m;
@@ -358,6 +371,7 @@ size_t eco_measurement_window_count(const eco_measurement *m) { return m->n_wind
 const eco_measure_options *eco_measurement_options(const eco_measurement *m) { return &m->opt; }
 const eco_window *eco_measurement_windows(const eco_measurement *m) { return m->windows; }
 const char *eco_measurement_basis(const eco_measurement *m) { return m->basis; }
+const char *eco_measurement_failure(const eco_measurement *m) { return m->failure; }
 double eco_measurement_idle_before_w(const eco_measurement *m) { return m->idle_before_w; }
 double eco_measurement_idle_after_w(const eco_measurement *m) { return m->idle_after_w; }
 json_t *eco_measurement_quality_json(const eco_measurement *m, int config)
@@ -427,6 +441,7 @@ json_t *eco_measurement_meter_json(const eco_measurement *m)
     json_t *j = json_object();
     json_object_set_new(j, "basis", json_string(m->basis));
     json_object_set_new(j, "method", json_string(strcmp(m->basis, "unavailable") ? "nvml-energy-counter" : "none"));
+    if (m->failure[0]) json_object_set_new(j, "failure", json_string(m->failure));
     json_object_set_new(j, "sampler_period_ms", json_integer(m->opt.sampler_period_ms ? m->opt.sampler_period_ms : 10));
     json_object_set_new(j, "sampler_samples", json_integer((json_int_t)m->sampler_samples));
     json_object_set_new(j, "dropped_samples", json_integer((json_int_t)m->sampler_dropped));

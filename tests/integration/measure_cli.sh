@@ -34,6 +34,14 @@ json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
 json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
 "$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
 
+# 2b. A counter that never moves fails the self-test: the run still completes, energy null, basis "failed".
+ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_COUNTER_MS=100000 \
+  "$ECO" measure "${common[@]}" --idle 0.2 --meter nvml --precisions fp16,nf4 --out "$T/failed.json" --report "$T/failed.md"
+"$ECO" validate "$T/failed.json" >/dev/null || fail "failed-self-test energy.json does not validate"
+json "$T/failed.json" "d.meter.basis==='failed' && d.meter.failure.includes('self-test failed') && d.flags.includes('counter-check-failed')"
+json "$T/failed.json" "d.results.every(r => r.basis==='failed' && r.mj_per_token_gross===null && r.energy_unavailable_reason.includes('self-test'))"
+if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail "a failed run became dataset rows"; fi
+
 # 3. The document is accepted as a replication, and as a run whose rows join the dataset (idempotently).
 "$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"

@@ -120,6 +120,41 @@ static void test_no_meter_marks_energy_unavailable(void **state)
     eco_measurement_free(m);
 }
 
+/* A counter that never moves fails the self-test: the run goes on without energy, basis "failed", with the reason. */
+static void test_failed_self_test_measures_without_energy(void **state)
+{
+    (void)state;
+    char lib[1024];
+    const char *bin = getenv("ECO_BINARY_DIR");
+    snprintf(lib, sizeof lib, "%s/tests/libfake_nvml.so", bin ? bin : ".");
+    setenv("ECO_NVML_LIBRARY", lib, 1);
+    setenv("ECO_FAKE_NVML_POWER", "const:200", 1);
+    setenv("ECO_FAKE_NVML_COUNTER_MS", "100000", 1); /* one update every 100 s */
+    eco_nvml *meter = NULL;
+    assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+    fake_work w = {.decode_s_per_token = {0.001, 0.0005}, .prefill_s = 0.001};
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    o.min_window_s = 0.1;
+    o.idle_s = 0.2;
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    unsetenv("ECO_FAKE_NVML_COUNTER_MS");
+    assert_string_equal(eco_measurement_basis(m), "failed");
+    assert_non_null(strstr(eco_measurement_failure(m), "did not change"));
+    eco_config_summary s1;
+    assert_int_equal(eco_measurement_summary(m, 1, &s1), ECO_OK);
+    assert_true(isnan(s1.mj_per_token_gross)); /* never a number from a meter that failed its check */
+    assert_near(s1.tokens_per_s, 2000.0, 100.0);
+    json_t *mj = eco_measurement_meter_json(m);
+    assert_string_equal(json_string_value(json_object_get(mj, "basis")), "failed");
+    assert_true(json_is_false(json_object_get(json_object_get(mj, "self_test"), "cadence_check_passed")));
+    json_decref(mj);
+    eco_measurement_free(m);
+    eco_nvml_close(meter);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -146,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_protocol_with_fake_meter),
         cmocka_unit_test(test_no_meter_marks_energy_unavailable),
+        cmocka_unit_test(test_failed_self_test_measures_without_energy),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
