@@ -44,6 +44,7 @@ struct State {
     eco_model_config cfg;
     eco_engine_options opt;
     bool reference_stack;
+    bool fp8_hw; /* ECO_CUDA_FP8=hw: e4m3 through the hardware conversion instead of bit moves (to compare both) */
     Layer *layers;
     __half *embed;
     Linear lm_head;
@@ -302,7 +303,12 @@ eco_err launch_linear(State *s, const Linear &l, const __half *x, float *y, int 
         matvec<W_I8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
         break;
     case ECO_PREC_FP8:
-        matvec<W_FP8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
+        if (s->fp8_hw)
+            matvec<W_FP8_HW, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows,
+                                                                      d.cols, mode);
+        else
+            matvec<W_FP8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows,
+                                                                   d.cols, mode);
         break;
     case ECO_PREC_NF4:
         matvec<W_NF4, false, 2><<<grid, block, 0, s->stream>>>(w, NULL, d.absmax, NULL, NULL, 0.f, d.blocksize, x, y, d.rows,
@@ -392,6 +398,8 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->cfg = *c;
     s->opt = *o;
     s->reference_stack = eco_cuda_reference_stack_requested();
+    const char *fp8_mode = getenv("ECO_CUDA_FP8");
+    s->fp8_hw = fp8_mode && !strcmp(fp8_mode, "hw");
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;

@@ -70,13 +70,14 @@ constexpr int kWarpsPerBlock = 4;
 constexpr int kRowsPerWarp = 2;
 static_assert(kRowsPerBlock == kWarpsPerBlock * kRowsPerWarp, "rows per block");
 
-enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3 };
+enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3, W_FP8_HW = 4 };
 
 template <int K> struct Elems;                       // weights per 16-byte load
 template <> struct Elems<W_F16> { static constexpr int n = 8; };
 template <> struct Elems<W_I8> { static constexpr int n = 16; };
 template <> struct Elems<W_FP8> { static constexpr int n = 16; };
 template <> struct Elems<W_NF4> { static constexpr int n = 32; };
+template <> struct Elems<W_FP8_HW> { static constexpr int n = 16; };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
 {
@@ -124,6 +125,15 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
             unsigned v = u[i] ^ 0x80808080u;
 #pragma unroll
             for (int k = 0; k < 4; k++) acc = fmaf(i8_at(v, k), xf[4 * i + k], acc);
+        }
+    } else if (K == W_FP8_HW) { // the hardware e4m3 -> fp16 conversion (sm_89+), two weights per instruction
+        const __nv_fp8x2_storage_t *p = reinterpret_cast<const __nv_fp8x2_storage_t *>(&w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(p[i], __NV_E4M3);
+            float2 f = __half22float2(*reinterpret_cast<__half2 *>(&raw));
+            acc = fmaf(f.x, xf[2 * i], acc);
+            acc = fmaf(f.y, xf[2 * i + 1], acc);
         }
     } else if (K == W_FP8) {
 #pragma unroll
@@ -204,7 +214,7 @@ matvec(const uint8_t *__restrict__ w, const float *__restrict__ row_scale, const
         float v = warp_sum(acc[r]);
         int row = row0 + r;
         if (lane == 0 && row < rows) {
-            if (K == W_I8) v *= row_scale[row];
+            if (K == W_I8 || K == W_FP8_HW) v *= row_scale[row];
             if (K == W_FP8) v *= row_scale[row] * 0x1p56f; // undo the e4m3 bias shift (2^120) and the x scaling (2^-64)
             y[row] = mode ? y[row] + v : v;
         }
