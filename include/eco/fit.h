@@ -172,6 +172,7 @@ const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char
 
 /* ---- estimator ---- */
 #define ECO_EST_MAX_NOTES 10
+#define ECO_EST_NOTE_BYTES 400
 
 typedef struct {
     const char *arch;         /* architecture class (eco_arch_from_gpu_name) */
@@ -204,7 +205,7 @@ typedef struct {
     double batch_factor;         /* energy per token at `batch` / at batch 1 */
     eco_label batch_label;
     size_t n_notes;
-    char notes[ECO_EST_MAX_NOTES][240];
+    char notes[ECO_EST_MAX_NOTES][ECO_EST_NOTE_BYTES];
 } eco_estimate;
 
 /* ECO_EUNSUPPORTED (naming the precisions that have data) when neither the arch nor its proxy has a curve. */
@@ -277,7 +278,7 @@ typedef struct {
     bool energy_absolute;            /* false: relative to fp16 batch 1 only */
     double vram_budget_gb;
     size_t n_notes;
-    char notes[ECO_EST_MAX_NOTES][240];
+    char notes[ECO_EST_MAX_NOTES][ECO_EST_NOTE_BYTES];
 } eco_optimize_result;
 
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *out);

@@ -188,7 +188,7 @@ static eco_err not_found_precision(void)
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 static json_t *range(double lo, double hi) { return json_pack("[o, o]", num(lo), num(hi)); }
-static json_t *notes_json(const char (*notes)[240], size_t n)
+static json_t *notes_json(const char (*notes)[ECO_EST_NOTE_BYTES], size_t n)
 {
     json_t *a = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(notes[i]));
@@ -277,7 +277,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
                                                    "quant_mj_per_token", energy_json(&est.e_quant), "batch_factor",
                                                    num(est.batch_factor), "batch_label", eco_label_name(est.batch_label))
                                        : json_null());
-    json_t *notes = notes_json((const char (*)[240])est.notes, est.n_notes);
+    json_t *notes = notes_json((const char (*)[ECO_EST_NOTE_BYTES])est.notes, est.n_notes);
     if (ctxlen != 2048)
         json_array_append_new(notes, json_string("ctx does not change ΔE here: the measurements are short-context decode"));
     json_object_set_new(r, "notes", notes);
@@ -354,7 +354,7 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
         else continue;
         json_array_append_new(rejected, json_pack("{s:s, s:s}", "precision", eco_precision_name((eco_precision)p), "reason", why));
     }
-    json_t *notes = notes_json((const char (*)[240])r->notes, r->n_notes);
+    json_t *notes = notes_json((const char (*)[ECO_EST_NOTE_BYTES])r->notes, r->n_notes);
     if (!exact) {
         char buf[240];
         snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used", v[0].s, gpu->arch, gpu->name);
