@@ -218,6 +218,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
     if (c->n_pooled) note(e, "curve pools %zu measurement protocols (explicit pool option)", c->n_pooled);
     else note(e, "curve fitted on protocol %s only (%zu rows left out)", c->protocol, c->n_excluded);
+    if (!strncmp(c->backend, "eco ", 4))
+        note(e, "measured with EcoCompute's own CUDA engine (%s), not bitsandbytes/HF eager: the reference stack's "
+                "kernels and host syncs decode slower (data/h200), so its ΔE is likely higher", c->backend);
     if (c->form != ECO_FORM_SATURATING) note(e, "curve form: %s", c->form_note);
     if (!isfinite(c->crossover_b)) note(e, "no crossover (ΔE = 0) inside the measured range");
     if (q->precision == ECO_PREC_INT8_MIXED)
