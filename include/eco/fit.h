@@ -282,5 +282,9 @@ typedef struct {
 } eco_optimize_result;
 
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *out);
+/* Why precision p is neither recommended nor an alternative in r (ranked lower, no batch fits, or no ΔE data on
+ * `arch`), written into why. False when p is shown, or is fp16 without candidates: nothing to explain. */
+bool eco_optimize_rejection(const eco_optimize_result *r, eco_precision p, eco_objective objective, const char *arch,
+                            char *why, size_t cap);
 
 #endif

@@ -277,3 +277,27 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     }
     return ECO_OK;
 }
+
+bool eco_optimize_rejection(const eco_optimize_result *r, eco_precision p, eco_objective objective, const char *arch,
+                            char *why, size_t cap)
+{
+    bool shown = r->best >= 0 && r->cand[r->best].precision == p;
+    for (size_t i = 0; i < r->n_alt && !shown; i++) shown = r->cand[r->alt[i]].precision == p;
+    if (shown) return false;
+    int best_f = -1, least = -1;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->cand[i].precision != p) continue;
+        if (r->cand[i].feasible && (best_f < 0 || r->cand[i].score < r->cand[best_f].score)) best_f = (int)i;
+        if (!r->cand[i].feasible && (least < 0 || r->cand[i].violation < r->cand[least].violation)) least = (int)i;
+    }
+    if (best_f >= 0 && r->best >= 0)
+        snprintf(why, cap, "feasible but ranked lower on %s (best: batch %d, score %.4g vs %.4g)", eco_objective_name(objective),
+                 r->cand[best_f].batch, r->cand[best_f].score, r->cand[r->best].score);
+    else if (least >= 0)
+        snprintf(why, cap, "no batch fits: at batch %d it %s", r->cand[least].batch, r->cand[least].reason);
+    else if (p != ECO_PREC_FP16)
+        snprintf(why, cap, "no ΔE data for %s on %s or its proxy", eco_precision_name(p), arch);
+    else
+        return false;
+    return true;
+}

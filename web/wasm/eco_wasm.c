@@ -526,25 +526,10 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     /* every precision neither recommended nor an alternative, with why (the service's wording) */
     key("rejected"); arr();
     for (int p = 0; p < ECO_PREC_COUNT; p++) {
-        bool shown = r->best >= 0 && r->cand[r->best].precision == (eco_precision)p;
-        for (size_t i = 0; i < r->n_alt && !shown; i++) shown = r->cand[r->alt[i]].precision == (eco_precision)p;
-        if (shown) continue;
-        int best_f = -1, least = -1;
-        for (size_t i = 0; i < r->n; i++) {
-            if (r->cand[i].precision != (eco_precision)p) continue;
-            if (r->cand[i].feasible && (best_f < 0 || r->cand[i].score < r->cand[best_f].score)) best_f = (int)i;
-            if (!r->cand[i].feasible && (least < 0 || r->cand[i].violation < r->cand[least].violation)) least = (int)i;
-        }
         char why[300];
-        if (best_f >= 0 && r->best >= 0)
-            snprintf(why, sizeof why, "feasible but ranked lower on %s (best: batch %d, score %.4g vs %.4g)", eco_objective_name(objective),
-                     r->cand[best_f].batch, r->cand[best_f].score, r->cand[r->best].score);
-        else if (least >= 0)
-            snprintf(why, sizeof why, "no batch fits: at batch %d it %s", r->cand[least].batch, r->cand[least].reason);
-        else if (p != ECO_PREC_FP16)
-            snprintf(why, sizeof why, "no ΔE data for %s on %s or its proxy", eco_precision_name((eco_precision)p), gpu->arch);
-        else continue;
-        obj(); kstr("precision", eco_precision_name((eco_precision)p)); kstr("reason", why); end_obj();
+        if (eco_optimize_rejection(r, (eco_precision)p, objective, gpu->arch, why, sizeof why)) {
+            obj(); kstr("precision", eco_precision_name((eco_precision)p)); kstr("reason", why); end_obj();
+        }
     }
     end_arr();
     key("closest_infeasible"); cand_json(r, r->closest_infeasible);
