@@ -91,7 +91,7 @@ static eco_err push_window(eco_measurement *m, const eco_window *w)
 }
 
 /* Counter energy over an idle period with edge-aligned reads; also the instant-field trapezoid. */
-static eco_err idle_window(eco_measurement *m, eco_nvml *meter, eco_sampler *s, double seconds, double *power_w,
+static eco_err idle_window(eco_nvml *meter, eco_sampler *s, double seconds, double *power_w,
                            double *instant_w, double *average_w)
 {
     eco_counter_read a, b;
@@ -105,7 +105,6 @@ static eco_err idle_window(eco_measurement *m, eco_nvml *meter, eco_sampler *s, 
     const eco_power_sample *p = eco_sampler_samples(s);
     *instant_w = eco_power_trapz_j(p, n, t0, t1, 0) / dt;
     *average_w = eco_power_trapz_j(p, n, t0, t1, 1) / dt;
-    (void)m;
     return ECO_OK;
 }
 
@@ -266,7 +265,7 @@ static eco_err self_test(eco_measurement *m, eco_nvml *meter, eco_sampler *s)
 {
     const eco_measure_options *o = &m->opt;
     double idle_s = o->idle_s > 0 ? o->idle_s : 1.0;
-    eco_err e = idle_window(m, meter, s, idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w);
+    eco_err e = idle_window(meter, s, idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w);
     if (e) return e;
     m->selftest_counter_w = m->idle_before_w;
     m->idle_check_passed = isnan(m->selftest_instant_w) || m->selftest_instant_w <= 0
@@ -311,7 +310,7 @@ static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter
 
     if (meter) {
         double inst, avg;
-        if ((e = idle_window(m, meter, s, o->idle_s > 0 ? o->idle_s : 1.0, &m->idle_after_w, &inst, &avg))) return e;
+        if ((e = idle_window(meter, s, o->idle_s > 0 ? o->idle_s : 1.0, &m->idle_after_w, &inst, &avg))) return e;
     }
     if (w->quality)
         for (int c = 0; c < o->n_configs; c++)
