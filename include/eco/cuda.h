@@ -19,5 +19,13 @@ eco_err eco_cuda_sync(void *state) __attribute__((weak));
 /* Sustained streaming read bandwidth of device 0 (8 GiB buffer, 16-byte evict-first loads). */
 eco_err eco_cuda_stream_bandwidth(double seconds, double *gb_per_s) __attribute__((weak));
 eco_err eco_cuda_device_name(char *buf, size_t cap) __attribute__((weak));
+/* The kernel design engines created now would use (graph, PDL, fusion, fp8 decode, matvec shapes), for records. */
+void eco_cuda_design(char *buf, size_t cap) __attribute__((weak));
+/* Times one matvec kernel shape (bench_matvec) on pseudo-random weights of a [rows x cols] linear in format
+ * `precision` (eco_precision): rows_per_warp x unroll as in the engine's ECO_CUDA_MATVEC="R,U,S", `splits`
+ * column slices (atomic residual add when > 1). Weights rotate over > 1 GiB of copies (far beyond the L2);
+ * launches are graph-replayed with programmatic dependent launch, as in a token. Best of 5 replays. */
+eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_warp, int unroll, int splits, bool fp8_hw,
+                              double *us_per_call, double *gb_per_s) __attribute__((weak));
 
 #endif

@@ -107,6 +107,7 @@ typedef struct {
     time_t started;               /* session start (UTC) */
     const char *engine_backend;   /* "cpu", "cuda", "cuda-reference-stack" */
     const char *cuda_runtime;     /* NULL on the CPU */
+    const char *engine_design;    /* CUDA kernel design (eco_cuda_design), NULL on the CPU */
     const eco_gpu_card *gpu;      /* NULL without NVML */
     const char *gpu_arch;         /* eco_arch_from_gpu_name of the card, NULL if unknown */
     const char *weights_source;   /* "synthetic" | "checkpoint" */
@@ -145,6 +146,6 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
 /* Environment card pieces (recorded, never changed). */
 json_t *eco_env_gpu_json(const eco_gpu_card *card, const char *arch);
 json_t *eco_env_host_json(void);
-json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runtime);
+json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runtime, const char *engine_design);
 
 #endif

@@ -159,6 +159,11 @@ void eco_weights_free(eco_weights *w);
 /* Keeps every tensor fetched from now on in memory as fp32, so engines of several precisions built from the
  * same weights generate (or read) each tensor once. Costs 4 bytes per parameter of host memory. */
 eco_err eco_weights_cache(eco_weights *w, bool on);
+bool eco_weights_cached(const eco_weights *w);
+/* With the cache on: a read-only view of the cached tensor (generated or read on first use), valid until
+ * eco_weights_free; no copy, so loaders of large models avoid a serial pass over every tensor. Thread-safe.
+ * ECO_EINVAL when the cache is off (use eco_weights_get). */
+eco_err eco_weights_borrow(eco_weights *w, eco_weight_kind k, int layer, const float **out, uint64_t *n);
 /* Writes dir/config.json and the tensors under HF names (Phi-3 fused), as `dtype` (F32, F16 or BF16),
  * in `shards` files with model.safetensors.index.json when shards > 1. */
 eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int shards);

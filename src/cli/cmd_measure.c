@@ -277,14 +277,15 @@ int eco_cmd_measure(int argc, char **argv)
     {
         char cuda_rt[256] = "";
         if (!strcmp(a.backend, "cuda") && eco_cuda_device_name) eco_cuda_device_name(cuda_rt, sizeof cuda_rt);
-        char backend_name[64];
+        char backend_name[64], design[128] = "";
         snprintf(backend_name, sizeof backend_name, "%s%s", a.backend, a.reference_stack ? "-reference-stack" : "");
+        if (!strcmp(a.backend, "cuda") && eco_cuda_design) eco_cuda_design(design, sizeof design);
         const char *notes[4] = {NULL};
         int nn = 0;
         if (meter && !strcmp(a.backend, "cpu"))
             notes[nn++] = "the energy meter measured a GPU while the workload ran on the CPU: a test of the harness, not a result";
         eco_energy_meta meta = {.run_id = a.run_id, .started = started, .engine_backend = backend_name,
-                                .cuda_runtime = cuda_rt[0] ? cuda_rt : NULL, .gpu = meter ? &card : NULL,
+                                .cuda_runtime = cuda_rt[0] ? cuda_rt : NULL, .engine_design = design[0] ? design : NULL, .gpu = meter ? &card : NULL,
                                 .gpu_arch = gpu_arch, .weights_source = a.weights_dir ? "checkpoint" : "synthetic",
                                 .model = preset ? preset->hf_id : (a.model ? a.model : a.weights_dir),
                                 .preset = preset ? preset->name : NULL,

@@ -131,7 +131,7 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     json_object_set_new(doc, "example", json_false());
     json_object_set_new(doc, "run_id", json_string(run_id));
     json_object_set_new(doc, "created_utc", json_string(created));
-    json_t *sw = eco_env_software_json(meta->engine_backend, meta->cuda_runtime);
+    json_t *sw = eco_env_software_json(meta->engine_backend, meta->cuda_runtime, meta->engine_design);
     json_object_set_new(sw, "protocol_version", json_string(ECO_PROTOCOL_VERSION));
     json_object_set_new(doc, "software", sw);
     json_t *env = json_object();

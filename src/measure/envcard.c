@@ -83,7 +83,7 @@ json_t *eco_env_host_json(void)
     return h;
 }
 
-json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runtime)
+json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runtime, const char *engine_design)
 {
     json_t *s = json_object();
     json_object_set_new(s, "tool", json_string("eco"));
@@ -92,5 +92,6 @@ json_t *eco_env_software_json(const char *engine_backend, const char *cuda_runti
     json_object_set_new(s, "compiler", json_string(__VERSION__));
     json_object_set_new(s, "engine_backend", str_or_null(engine_backend));
     json_object_set_new(s, "cuda_runtime", str_or_null(cuda_runtime));
+    if (engine_design) json_object_set_new(s, "engine_design", json_string(engine_design));
     return s;
 }

@@ -430,30 +430,23 @@ fail:
     return e;
 }
 
-eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
+/* Checks k/layer, resolves a tied lm_head and gives the tensor's shape. */
+static eco_err resolve(const eco_weights *w, eco_weight_kind *k, int layer, uint64_t *rows, uint64_t *cols)
 {
     const eco_model_config *c = &w->cfg;
-    if ((unsigned)k >= ECO_W_COUNT || !eco_weight_present(c, k))
-        return eco_fail(ECO_ENOTFOUND, "weight %s is not part of a %s model", eco_weight_kind_name(k), eco_model_family_name(c->family));
-    if (eco_weight_per_layer(k) && (layer < 0 || layer >= c->layers))
-        return eco_fail(ECO_EINVAL, "weight %s: layer %d out of range (0..%d)", eco_weight_kind_name(k), layer, c->layers - 1);
-    if (k == ECO_W_LM_HEAD && c->tie_embeddings) k = ECO_W_EMBED;
-    uint64_t rows, cols;
-    eco_weight_shape(c, k, &rows, &cols);
-    float **slot = cache_slot(w, k, layer);
-    if (slot) {
-        pthread_mutex_lock(&w->cache_lock);
-        float *hit = *slot;
-        pthread_mutex_unlock(&w->cache_lock);
-        if (hit) {
-            float *copy = malloc(rows * cols * sizeof *copy);
-            if (!copy) return eco_fail(ECO_ENOMEM, "weight %s: out of memory", eco_weight_kind_name(k));
-            memcpy(copy, hit, rows * cols * sizeof *copy);
-            *out = copy;
-            *n = rows * cols;
-            return ECO_OK;
-        }
-    }
+    if ((unsigned)*k >= ECO_W_COUNT || !eco_weight_present(c, *k))
+        return eco_fail(ECO_ENOTFOUND, "weight %s is not part of a %s model", eco_weight_kind_name(*k), eco_model_family_name(c->family));
+    if (eco_weight_per_layer(*k) && (layer < 0 || layer >= c->layers))
+        return eco_fail(ECO_EINVAL, "weight %s: layer %d out of range (0..%d)", eco_weight_kind_name(*k), layer, c->layers - 1);
+    if (*k == ECO_W_LM_HEAD && c->tie_embeddings) *k = ECO_W_EMBED;
+    eco_weight_shape(c, *k, rows, cols);
+    return ECO_OK;
+}
+
+/* A fresh fp32 buffer with the tensor (generated or read). */
+static eco_err produce(eco_weights *w, eco_weight_kind k, int layer, uint64_t rows, uint64_t cols, float **out)
+{
+    const eco_model_config *c = &w->cfg;
     float *buf = malloc(rows * cols * sizeof *buf);
     if (!buf) return eco_fail(ECO_ENOMEM, "weight %s: out of memory for %llu floats", eco_weight_kind_name(k), (unsigned long long)(rows * cols));
     eco_err e;
@@ -470,17 +463,53 @@ eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **ou
         }
     }
     if (e) { free(buf); return e; }
-    if (slot) { /* keep a copy: the next engine built from these weights skips generation / reading */
-        float *keep = malloc(rows * cols * sizeof *keep);
-        if (keep) {
-            memcpy(keep, buf, rows * cols * sizeof *keep);
-            pthread_mutex_lock(&w->cache_lock);
-            if (!*slot) *slot = keep;
-            else free(keep);
-            pthread_mutex_unlock(&w->cache_lock);
-        }
-    }
     *out = buf;
+    return ECO_OK;
+}
+
+bool eco_weights_cached(const eco_weights *w) { return w && w->cache; }
+
+eco_err eco_weights_borrow(eco_weights *w, eco_weight_kind k, int layer, const float **out, uint64_t *n)
+{
+    if (!w->cache) return eco_fail(ECO_EINVAL, "weights: borrowing needs the cache on (eco_weights_cache)");
+    uint64_t rows, cols;
+    eco_err e = resolve(w, &k, layer, &rows, &cols);
+    if (e) return e;
+    float **slot = cache_slot(w, k, layer);
+    pthread_mutex_lock(&w->cache_lock);
+    float *hit = *slot;
+    pthread_mutex_unlock(&w->cache_lock);
+    if (!hit) {
+        float *buf;
+        if ((e = produce(w, k, layer, rows, cols, &buf))) return e;
+        pthread_mutex_lock(&w->cache_lock);
+        if (!*slot) *slot = buf; /* another thread may have produced it meanwhile: keep the first */
+        else free(buf);
+        hit = *slot;
+        pthread_mutex_unlock(&w->cache_lock);
+    }
+    *out = hit;
+    *n = rows * cols;
+    return ECO_OK;
+}
+
+eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
+{
+    uint64_t rows, cols;
+    eco_err e = resolve(w, &k, layer, &rows, &cols);
+    if (e) return e;
+    const float *view = NULL;
+    if (w->cache) {
+        uint64_t cnt;
+        if ((e = eco_weights_borrow(w, k, layer, &view, &cnt))) return e;
+        float *copy = malloc(rows * cols * sizeof *copy);
+        if (!copy) return eco_fail(ECO_ENOMEM, "weight %s: out of memory", eco_weight_kind_name(k));
+        memcpy(copy, view, rows * cols * sizeof *copy);
+        *out = copy;
+        *n = rows * cols;
+        return ECO_OK;
+    }
+    if ((e = produce(w, k, layer, rows, cols, out))) return e;
     *n = rows * cols;
     return ECO_OK;
 }

@@ -28,6 +28,21 @@ static eco_model_config tiny(eco_model_family fam)
     return c;
 }
 
+/* Wider than tiny: several chunks per lane, so unrolled loads, column slices (split-K) and the fused
+ * epilogues' head mapping (head_dim 64) are exercised. */
+static eco_model_config medium(void)
+{
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    snprintf(c.name, sizeof c.name, "medium-llama");
+    c.hidden = 512;
+    c.intermediate = 2048;
+    c.layers = 2;
+    c.heads = 8;
+    c.kv_heads = 2;
+    c.head_dim = 64;
+    return c;
+}
+
 static int have_device(void)
 {
     char name[256];
@@ -51,11 +66,17 @@ static double top2_margin(const float *l, int n)
     return a - b;
 }
 
-static void compare(eco_model_family fam, eco_precision p, double min_cos)
+static bool g_cache; /* load through the weights cache (borrowed tensors) */
+static void compare_config(eco_model_config c, eco_precision p, double min_cos);
+
+static void compare(eco_model_family fam, eco_precision p, double min_cos) { compare_config(tiny(fam), p, min_cos); }
+
+static void compare_config(eco_model_config c, eco_precision p, double min_cos)
 {
-    eco_model_config c = tiny(fam);
+    eco_model_family fam = c.family;
     eco_weights *w;
     assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    if (g_cache) assert_int_equal(eco_weights_cache(w, true), ECO_OK);
     eco_engine_options o;
     eco_engine_options_default(&o);
     o.precision = p;
@@ -106,6 +127,45 @@ static void test_formats_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_FP8");
 }
 
+/* Every kernel shape, the unfused path and plain launches compute the same function. */
+static void test_kernel_variants_match_cpu_reference(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    const char *shapes[] = {"1,1,1", "1,4,4", "2,1,2", "2,4,4", "4,1,1", "4,2,3"};
+    const eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_NF4_DQ, ECO_PREC_FP8};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        setenv("ECO_CUDA_MATVEC", shapes[i], 1);
+        print_message("ECO_CUDA_MATVEC=%s\n", shapes[i]);
+        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
+            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
+    }
+    unsetenv("ECO_CUDA_MATVEC");
+    setenv("ECO_CUDA_FUSE", "0", 1);
+    compare_config(medium(), ECO_PREC_FP16, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    unsetenv("ECO_CUDA_FUSE");
+    g_cache = true;
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_FP8, 0.9999);
+    g_cache = false;
+    setenv("ECO_CUDA_PDL", "0", 1);
+    compare_config(medium(), ECO_PREC_INT8, 0.9999);
+    unsetenv("ECO_CUDA_PDL");
+    /* A malformed override is a clear error, not a silent default. */
+    setenv("ECO_CUDA_MATVEC", "3,3,1", 1);
+    eco_model_config c = medium();
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    eco_engine *gpu = NULL;
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_MATVEC"));
+    unsetenv("ECO_CUDA_MATVEC");
+    eco_weights_free(w);
+}
+
 static void test_reference_stack_mode_same_numbers(void **state)
 {
     (void)state;
@@ -120,6 +180,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_match_cpu_reference),
+        cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

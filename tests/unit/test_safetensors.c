@@ -357,12 +357,44 @@ static void test_synthetic(void **state)
     eco_weights_free(a); eco_weights_free(b); eco_weights_free(d);
 }
 
+/* The cache gives the same bits by copy (get) and in place (borrow); borrowing without it is refused. */
+static void test_weights_cache_borrow(void **state)
+{
+    (void)state;
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    eco_weights *a, *b;
+    assert_int_equal(eco_weights_synthetic(&c, 11, &a), ECO_OK);
+    assert_int_equal(eco_weights_synthetic(&c, 11, &b), ECO_OK);
+    const float *view, *again;
+    uint64_t n, m;
+    assert_false(eco_weights_cached(a));
+    assert_int_equal(eco_weights_borrow(a, ECO_W_UP, 0, &view, &n), ECO_EINVAL);
+    assert_int_equal(eco_weights_cache(a, true), ECO_OK);
+    assert_true(eco_weights_cached(a));
+    assert_int_equal(eco_weights_borrow(a, ECO_W_UP, 0, &view, &n), ECO_OK);
+    assert_int_equal(eco_weights_borrow(a, ECO_W_UP, 0, &again, &m), ECO_OK);
+    assert_ptr_equal(view, again); /* one copy, generated once */
+    float *fresh, *copy;
+    assert_int_equal(eco_weights_get(b, ECO_W_UP, 0, &fresh, &m), ECO_OK);
+    assert_int_equal(m, n);
+    assert_int_equal(memcmp(view, fresh, n * 4), 0);
+    assert_int_equal(eco_weights_get(a, ECO_W_UP, 0, &copy, &m), ECO_OK);
+    assert_true(copy != view);
+    assert_int_equal(memcmp(copy, fresh, n * 4), 0);
+    assert_int_equal(eco_weights_borrow(a, ECO_W_Q_BIAS, 0, &view, &n), ECO_ENOTFOUND);
+    assert_int_equal(eco_weights_borrow(a, ECO_W_UP, 9, &view, &n), ECO_EINVAL);
+    free(fresh);
+    free(copy);
+    eco_weights_free(a);
+    eco_weights_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_round_trip), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_lying_headers),    cmocka_unit_test(test_checkpoint_round_trip),
-        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_synthetic), cmocka_unit_test(test_weights_cache_borrow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda_kernels.cuh"
 
@@ -40,16 +41,28 @@ struct Layer {
     __half *k_cache, *v_cache;
 };
 
+// How a matvec kernel is shaped: rows per warp (R), 16-byte loads per row in flight per lane (U), and the
+// most column slices (split-K) a residual-add linear may use. Tuned per format with bench/bench_matvec.
+struct MatvecShape {
+    int rows_per_warp, unroll, max_splits;
+};
+
 struct State {
     eco_model_config cfg;
     eco_engine_options opt;
     bool reference_stack;
     bool fp8_hw; /* ECO_CUDA_FP8=hw: e4m3 through the hardware conversion instead of bit moves (to compare both) */
+    bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
+    bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
+    MatvecShape shape;
+    int force_splits; /* bench_matvec: exactly this many column slices */
+    int sm_count;
+    float2 *rope; /* (cos, sin) [max_seq][head_dim / 2] */
     Layer *layers;
     __half *embed;
     Linear lm_head;
     bool lm_head_is_embed;
-    float *final_norm, *inv_freq;
+    float *final_norm;
     float *x, *qkv, *gate_up, *logits;
     __half *xn, *attn_out, *act;
     int8_t *xq;
@@ -142,84 +155,77 @@ eco_err upload_qweight(State *s, const eco_qweight *q, Linear *out)
     return ECO_OK;
 }
 
-// Quantizes row slices in parallel: every format but nf4-dq is row-local (nf4 blocks never straddle rows
-// for the shapes we accept), so slices give the same bytes as one whole-matrix call.
-struct QuantJob {
-    eco_precision p;
-    const float *w;
-    uint64_t rows, cols;
-    const eco_quant_options *o;
-    eco_qweight out;
-    eco_err err;
+// Loading: every format but nf4-dq is row-local (nf4 blocks never straddle rows for the shapes we accept),
+// so a linear is quantized as row slices by a pool of threads, each uploading its slice straight to its
+// place on the device. With the weights cache on, tensors are read in place (no serial copy of 30-60 GB).
+struct Slice {
+    const float *src;   // first row of the slice (fp32)
+    uint64_t rows;
+    uint64_t row0;      // first row within the stacked linear
 };
 
-void *quant_job_main(void *arg)
-{
-    QuantJob *j = (QuantJob *)arg;
-    j->err = eco_quantize(j->p, j->w, j->rows, j->cols, j->o, &j->out);
-    return NULL;
-}
+struct SlicePool {
+    eco_precision p;
+    const eco_quant_options *o;
+    uint64_t cols;
+    uint8_t *d_w;
+    float *d_row_scale, *d_absmax;
+    Slice *slices;
+    int n_slices;
+    int next;           // taken under lock
+    pthread_mutex_t lock;
+    eco_err err;
+    char msg[512];
+};
 
-eco_err quantize_parallel(eco_precision p, const float *w, uint64_t rows, uint64_t cols, const eco_quant_options *o,
-                          eco_qweight *out)
+void *slice_worker(void *arg)
 {
-    bool whole = p == ECO_PREC_NF4_DQ || (p == ECO_PREC_NF4 && o->double_quant) || rows < 2 * kQuantThreads;
-    if (whole) return eco_quantize(p, w, rows, cols, o, out);
-    QuantJob jobs[kQuantThreads];
-    pthread_t th[kQuantThreads];
-    uint64_t per = (rows + kQuantThreads - 1) / kQuantThreads;
-    int n = 0;
-    for (uint64_t r = 0; r < rows; r += per, n++) {
-        uint64_t cnt = rows - r < per ? rows - r : per;
-        jobs[n] = QuantJob{p, w + r * cols, cnt, cols, o, eco_qweight(), ECO_OK};
-        memset(&jobs[n].out, 0, sizeof jobs[n].out);
-    }
-    for (int i = 0; i < n; i++)
-        if (pthread_create(&th[i], NULL, quant_job_main, &jobs[i])) quant_job_main(&jobs[i]), th[i] = 0;
-    for (int i = 0; i < n; i++)
-        if (th[i]) pthread_join(th[i], NULL);
-    eco_err err = ECO_OK;
-    for (int i = 0; i < n && !err; i++) err = jobs[i].err;
-    if (!err) {
-        // Stitch the slices into one eco_qweight.
+    SlicePool *pool = (SlicePool *)arg;
+    for (;;) {
+        pthread_mutex_lock(&pool->lock);
+        int i = pool->err ? pool->n_slices : pool->next++;
+        pthread_mutex_unlock(&pool->lock);
+        if (i >= pool->n_slices) return NULL;
+        const Slice &sl = pool->slices[i];
         eco_qweight q;
         memset(&q, 0, sizeof q);
-        q.format = jobs[0].out.format;
-        q.rows = rows;
-        q.cols = cols;
-        q.blocksize = jobs[0].out.blocksize;
-        q.int8_threshold = jobs[0].out.int8_threshold;
-        size_t elem_bytes = q.format == ECO_PREC_FP16 ? 2 : 1;
-        bool nibbles = q.format == ECO_PREC_NF4;
-        size_t data_bytes = nibbles ? (rows * cols + 1) / 2 : rows * cols * elem_bytes;
-        q.data = malloc(data_bytes);
-        if (jobs[0].out.row_scale) q.row_scale = (float *)malloc(rows * sizeof(float));
-        uint64_t blocks = q.blocksize ? rows * cols / q.blocksize : 0;
-        if (jobs[0].out.absmax) q.absmax = (float *)malloc(blocks * sizeof(float));
-        if (!q.data || (jobs[0].out.row_scale && !q.row_scale) || (jobs[0].out.absmax && !q.absmax)) {
-            eco_qweight_free(&q);
-            err = eco_fail(ECO_ENOMEM, "out of memory stitching a quantized weight");
-        } else {
-            uint64_t row = 0;
-            for (int i = 0; i < n; i++) {
-                const eco_qweight &s = jobs[i].out;
-                size_t off = nibbles ? row * cols / 2 : row * cols * elem_bytes;
-                memcpy((uint8_t *)q.data + off, s.data, qweight_data_bytes(&s));
-                if (q.row_scale) memcpy(q.row_scale + row, s.row_scale, s.rows * sizeof(float));
-                if (q.absmax) memcpy(q.absmax + row * cols / q.blocksize, s.absmax, s.rows * cols / q.blocksize * sizeof(float));
-                row += s.rows;
-            }
-            *out = q;
+        eco_err e = eco_quantize(pool->p, sl.src, sl.rows, pool->cols, pool->o, &q);
+        const char *why = e ? eco_last_error() : NULL;
+        cudaError_t ce = cudaSuccess;
+        if (!e) {
+            bool nibbles = q.format == ECO_PREC_NF4;
+            size_t elem = q.format == ECO_PREC_FP16 ? 2 : 1;
+            size_t off = nibbles ? sl.row0 * pool->cols / 2 : sl.row0 * pool->cols * elem;
+            ce = cudaMemcpy(pool->d_w + off, q.data, qweight_data_bytes(&q), cudaMemcpyHostToDevice);
+            if (ce == cudaSuccess && q.row_scale)
+                ce = cudaMemcpy(pool->d_row_scale + sl.row0, q.row_scale, sl.rows * sizeof(float), cudaMemcpyHostToDevice);
+            if (ce == cudaSuccess && q.absmax)
+                ce = cudaMemcpy(pool->d_absmax + sl.row0 * pool->cols / (uint64_t)q.blocksize, q.absmax,
+                                sl.rows * pool->cols / (uint64_t)q.blocksize * sizeof(float), cudaMemcpyHostToDevice);
+            if (ce != cudaSuccess) { e = ECO_EDEVICE; why = cudaGetErrorString(ce); }
         }
+        if (e) {
+            pthread_mutex_lock(&pool->lock);
+            if (!pool->err) {
+                pool->err = e;
+                snprintf(pool->msg, sizeof pool->msg, "%s", why ? why : "quantization failed");
+            }
+            pthread_mutex_unlock(&pool->lock);
+        }
+        eco_qweight_free(&q);
     }
-    for (int i = 0; i < n; i++) eco_qweight_free(&jobs[i].out);
-    return err;
+}
+
+int loader_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > kQuantThreads ? kQuantThreads : (int)n;
 }
 
 eco_err check_shape(const eco_model_config *c, eco_precision p, const eco_quant_options *o, uint64_t cols, const char *what)
 {
-    if (cols % 16)
-        return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: %s has %llu input features, not a multiple of 16", what,
+    if (cols % 32)
+        return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: %s has %llu input features, not a multiple of 32", what,
                         (unsigned long long)cols);
     if ((p == ECO_PREC_NF4 || p == ECO_PREC_NF4_DQ) && (cols % (uint64_t)o->nf4_blocksize || o->nf4_blocksize % 32))
         return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: nf4 blocks of %d must divide %s's %llu columns and be a multiple of 32",
@@ -228,38 +234,128 @@ eco_err check_shape(const eco_model_config *c, eco_precision p, const eco_quant_
     return ECO_OK;
 }
 
-// Fetches kinds k[0..nk) of one layer, stacks their rows, quantizes and uploads them as one linear.
+// Tensors kinds[0..nk) of one layer, fetched as fp32 (borrowed from the cache when it is on).
+struct Fetched {
+    const float *t[3];
+    float *owned[3];
+    uint64_t rows[3], total_rows, cols;
+};
+
+void fetched_free(Fetched &f)
+{
+    for (int i = 0; i < 3; i++) free(f.owned[i]);
+}
+
+eco_err fetch(State *s, eco_weights *w, const eco_weight_kind *kinds, int nk, int layer, Fetched &f)
+{
+    memset(&f, 0, sizeof f);
+    for (int i = 0; i < nk; i++) {
+        uint64_t r, c, n;
+        eco_weight_shape(&s->cfg, kinds[i], &r, &c);
+        f.rows[i] = r;
+        f.total_rows += r;
+        f.cols = c;
+        eco_err e;
+        if (eco_weights_cached(w)) {
+            e = eco_weights_borrow(w, kinds[i], layer, &f.t[i], &n);
+        } else {
+            e = eco_weights_get(w, kinds[i], layer, &f.owned[i], &n);
+            f.t[i] = f.owned[i];
+        }
+        if (e) { fetched_free(f); return e; }
+    }
+    return ECO_OK;
+}
+
+// Stacks the rows of kinds[0..nk) of one layer into one linear, quantized in format p, on the device.
 eco_err load_linear(State *s, eco_weights *w, const eco_weight_kind *kinds, int nk, int layer, eco_precision p, Linear *out)
 {
-    uint64_t total_rows = 0, cols = 0, rows[3];
-    for (int i = 0; i < nk; i++) {
-        uint64_t r, c;
-        eco_weight_shape(&s->cfg, kinds[i], &r, &c);
-        rows[i] = r;
-        total_rows += r;
-        cols = c;
-    }
-    eco_err e = check_shape(&s->cfg, p, &s->opt.quant, cols, eco_weight_kind_name(kinds[0]));
+    memset(out, 0, sizeof *out);
+    Fetched f;
+    eco_err e = fetch(s, w, kinds, nk, layer, f);
     if (e) return e;
-    float *stack = (float *)malloc(total_rows * cols * sizeof(float));
-    if (!stack) return eco_fail(ECO_ENOMEM, "out of memory for layer %d %s", layer, eco_weight_kind_name(kinds[0]));
-    uint64_t off = 0;
-    for (int i = 0; i < nk && !e; i++) {
-        float *t;
-        uint64_t n;
-        if (!(e = eco_weights_get(w, kinds[i], layer, &t, &n))) {
-            memcpy(stack + off, t, n * sizeof(float));
-            off += rows[i] * cols;
-            free(t);
+    if ((e = check_shape(&s->cfg, p, &s->opt.quant, f.cols, eco_weight_kind_name(kinds[0])))) { fetched_free(f); return e; }
+    uint64_t rows = f.total_rows, cols = f.cols;
+    if (p == ECO_PREC_NF4_DQ) {
+        // Double quantization groups 256 absmax blocks across rows: quantize the stacked matrix as a whole.
+        float *stack = (float *)malloc(rows * cols * sizeof(float));
+        if (!stack) { fetched_free(f); return eco_fail(ECO_ENOMEM, "out of memory for layer %d %s", layer, eco_weight_kind_name(kinds[0])); }
+        uint64_t off = 0;
+        for (int i = 0; i < nk; i++) {
+            memcpy(stack + off, f.t[i], f.rows[i] * cols * sizeof(float));
+            off += f.rows[i] * cols;
         }
+        fetched_free(f);
+        eco_quant_options qo = s->opt.quant;
+        qo.double_quant = true;
+        eco_qweight q;
+        memset(&q, 0, sizeof q);
+        e = eco_quantize(ECO_PREC_NF4_DQ, stack, rows, cols, &qo, &q);
+        free(stack);
+        if (!e) e = upload_qweight(s, &q, out);
+        eco_qweight_free(&q);
+        return e;
     }
-    eco_qweight q;
-    memset(&q, 0, sizeof q);
-    if (!e) e = quantize_parallel(p, stack, total_rows, cols, &s->opt.quant, &q);
-    free(stack);
-    if (!e) e = upload_qweight(s, &q, out);
-    eco_qweight_free(&q);
-    return e;
+    // Device buffers for the stacked linear, filled slice by slice.
+    DeviceLinear &d = out->d;
+    d.format = p;
+    d.rows = (int)rows;
+    d.cols = (int)cols;
+    d.blocksize = s->opt.quant.nf4_blocksize;
+    eco_qweight shape;
+    memset(&shape, 0, sizeof shape);
+    shape.format = p;
+    shape.rows = rows;
+    shape.cols = cols;
+    uint8_t *dw = NULL;
+    float *drs = NULL, *dam = NULL;
+    if ((e = dalloc(s, &dw, qweight_data_bytes(&shape)))) { fetched_free(f); return e; }
+    out->buffers[out->n_buffers++] = dw;
+    d.w = dw;
+    if (p == ECO_PREC_INT8 || p == ECO_PREC_INT8_MIXED || p == ECO_PREC_FP8) {
+        if ((e = dalloc(s, &drs, rows))) { fetched_free(f); return e; }
+        out->buffers[out->n_buffers++] = drs;
+        d.row_scale = drs;
+    }
+    if (p == ECO_PREC_NF4) {
+        if ((e = dalloc(s, &dam, rows * cols / (uint64_t)d.blocksize))) { fetched_free(f); return e; }
+        out->buffers[out->n_buffers++] = dam;
+        d.absmax = dam;
+    }
+    SlicePool pool;
+    memset(&pool, 0, sizeof pool);
+    pool.p = p;
+    pool.o = &s->opt.quant;
+    pool.cols = cols;
+    pool.d_w = dw;
+    pool.d_row_scale = drs;
+    pool.d_absmax = dam;
+    int threads = loader_threads();
+    uint64_t per = (rows + (uint64_t)threads * 2 - 1) / ((uint64_t)threads * 2); // about two slices per thread
+    if (per < 64) per = 64;
+    int cap = nk * (int)((rows + per - 1) / per + 1);
+    pool.slices = (Slice *)malloc((size_t)cap * sizeof(Slice));
+    if (!pool.slices) { fetched_free(f); return eco_fail(ECO_ENOMEM, "out of memory"); }
+    uint64_t row0 = 0;
+    for (int i = 0; i < nk; i++) {
+        for (uint64_t r = 0; r < f.rows[i]; r += per) {
+            uint64_t cnt = f.rows[i] - r < per ? f.rows[i] - r : per;
+            pool.slices[pool.n_slices++] = Slice{f.t[i] + r * cols, cnt, row0 + r};
+        }
+        row0 += f.rows[i];
+    }
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_t th[kQuantThreads];
+    int started = 0;
+    for (int t = 0; t < threads && t < pool.n_slices; t++, started++)
+        if (pthread_create(&th[t], NULL, slice_worker, &pool)) break;
+    if (started == 0) slice_worker(&pool);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&pool.lock);
+    free(pool.slices);
+    fetched_free(f);
+    if (pool.err) return eco_fail(pool.err, "layer %d %s (%s): %s", layer, eco_weight_kind_name(kinds[0]), eco_precision_name(p), pool.msg);
+    return ECO_OK;
 }
 
 eco_err load_vector(State *s, eco_weights *w, eco_weight_kind k, int layer, float **out)
@@ -288,80 +384,253 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
     return e;
 }
 
-unsigned grid_for(int rows) { return (unsigned)((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+// ---- Launching ----
 
-eco_err launch_linear(State *s, const Linear &l, const __half *x, float *y, int mode)
+// Every kernel after the first of a token may start while its predecessor finishes (see cuda_kernels.cuh).
+template <typename... Params, typename... Args>
+eco_err launch(State *s, bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s->stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = dependent && s->pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, kernel, args...));
+    return ECO_OK;
+}
+
+using MatvecFn = void (*)(MatvecParams);
+
+template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
+{
+    switch (r * 10 + u) {
+    case 11: return matvec<K, DQ, 1, 1>;
+    case 12: return matvec<K, DQ, 1, 2>;
+    case 14: return matvec<K, DQ, 1, 4>;
+    case 21: return matvec<K, DQ, 2, 1>;
+    case 22: return matvec<K, DQ, 2, 2>;
+    case 24: return matvec<K, DQ, 2, 4>;
+    case 41: return matvec<K, DQ, 4, 1>;
+    case 42: return matvec<K, DQ, 4, 2>;
+    default: return NULL;
+    }
+}
+
+MatvecFn pick_matvec(int format, bool fp8_hw, int r, int u)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return pick_shape<W_F16, false>(r, u);
+    case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
+    case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
+    case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
+    case ECO_PREC_NF4: return pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return pick_shape<W_NF4, true>(r, u);
+    default: return NULL;
+    }
+}
+
+// Defaults per format, from bench_matvec on the H200 (data/h200/bench_matvec_*.txt). For experiments,
+// ECO_CUDA_MATVEC_<FORMAT>="R,U,S" (FP16, INT8, INT8_MIXED, NF4, FP8) overrides one format and
+// ECO_CUDA_MATVEC every format.
+MatvecShape default_shape(int format)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return MatvecShape{2, 2, 4};
+    case ECO_PREC_NF4:
+    case ECO_PREC_NF4_DQ: return MatvecShape{2, 2, 4};
+    default: return MatvecShape{2, 2, 4};
+    }
+}
+
+bool shape_valid(const MatvecShape &m)
+{
+    return pick_matvec(ECO_PREC_FP16, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
+}
+
+const char *shape_env_name(int format)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return "ECO_CUDA_MATVEC_FP16";
+    case ECO_PREC_INT8: return "ECO_CUDA_MATVEC_INT8";
+    case ECO_PREC_INT8_MIXED: return "ECO_CUDA_MATVEC_INT8_MIXED";
+    case ECO_PREC_NF4:
+    case ECO_PREC_NF4_DQ: return "ECO_CUDA_MATVEC_NF4";
+    default: return "ECO_CUDA_MATVEC_FP8";
+    }
+}
+
+eco_err shape_for(int format, MatvecShape *out)
+{
+    *out = default_shape(format);
+    const char *name = getenv("ECO_CUDA_MATVEC") ? "ECO_CUDA_MATVEC" : shape_env_name(format), *v = getenv(name);
+    if (!v) return ECO_OK;
+    MatvecShape m;
+    if (sscanf(v, "%d,%d,%d", &m.rows_per_warp, &m.unroll, &m.max_splits) != 3 || !shape_valid(m))
+        return eco_fail(ECO_EINVAL, "%s=\"%s\": want \"R,U,S\" with R,U in 11 12 14 21 22 24 41 42 and S 1..16", name, v);
+    *out = m;
+    return ECO_OK;
+}
+
+// Column slices for a residual-add linear: enough warps to cover the chip about twice when the rows alone
+// do not, each slice keeping at least 64 chunks per lane group.
+int pick_splits(const State *s, int units, int chunks)
+{
+    if (s->force_splits) return s->force_splits;
+    int want = (s->sm_count * 32 + units - 1) / units;
+    int most = chunks / (kWarp * 2);
+    if (want > s->shape.max_splits) want = s->shape.max_splits;
+    if (want > most) want = most;
+    return want < 1 ? 1 : want;
+}
+
+struct MatvecOut {
+    int epilogue;
+    float *y;
+    __half *act;
+    const float *bias;
+    __half *k_cache, *v_cache;
+};
+
+int elems_per_load(int format)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return 8;
+    case ECO_PREC_NF4:
+    case ECO_PREC_NF4_DQ: return 32;
+    default: return 16;
+    }
+}
+
+eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
 {
     const DeviceLinear &d = l.d;
-    dim3 grid(grid_for(d.rows)), block(kWarpsPerBlock * kWarp);
-    const uint8_t *w = (const uint8_t *)d.w;
-    switch (d.format) {
-    case ECO_PREC_FP16:
-        matvec<W_F16, false, 2><<<grid, block, 0, s->stream>>>(w, NULL, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
-        break;
-    case ECO_PREC_INT8:
-        matvec<W_I8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows, d.cols, mode);
-        break;
-    case ECO_PREC_FP8:
-        if (s->fp8_hw)
-            matvec<W_FP8_HW, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows,
-                                                                      d.cols, mode);
-        else
-            matvec<W_FP8, false, 2><<<grid, block, 0, s->stream>>>(w, d.row_scale, NULL, NULL, NULL, 0.f, 0, x, y, d.rows,
-                                                                   d.cols, mode);
-        break;
-    case ECO_PREC_NF4:
-        matvec<W_NF4, false, 2><<<grid, block, 0, s->stream>>>(w, NULL, d.absmax, NULL, NULL, 0.f, d.blocksize, x, y, d.rows,
-                                                               d.cols, mode);
-        break;
-    case ECO_PREC_NF4_DQ:
-        matvec<W_NF4, true, 2><<<grid, block, 0, s->stream>>>(w, NULL, NULL, d.absmax_q, d.absmax_q_scale, d.absmax_offset,
-                                                              d.blocksize, x, y, d.rows, d.cols, mode);
-        break;
-    case ECO_PREC_INT8_MIXED:
-        quantize_activations<<<1, 1024, 0, s->stream>>>(x, d.cols, s->opt.quant.int8_threshold, s->xq, s->x_absmax,
-                                                         s->outliers, s->n_outliers, kMaxOutliers);
+    const eco_model_config &c = s->cfg;
+    MatvecParams p;
+    memset(&p, 0, sizeof p);
+    p.w = (const uint8_t *)d.w;
+    p.row_scale = d.row_scale;
+    p.absmax = d.absmax;
+    p.absmax_q = d.absmax_q;
+    p.absmax_q_scale = d.absmax_q_scale;
+    p.absmax_offset = d.absmax_offset;
+    p.block_shift = d.blocksize > 0 ? __builtin_ctz((unsigned)d.blocksize) : 0;
+    p.x = x;
+    p.xq = s->xq;
+    p.x_absmax = s->x_absmax;
+    p.outliers = s->outliers;
+    p.n_outliers = s->n_outliers;
+    p.rows = d.rows;
+    p.cols = d.cols;
+    p.splits = 1;
+    p.epilogue = out.epilogue;
+    p.y = out.y;
+    p.act = out.act;
+    p.pair_offset = d.rows / 2;
+    p.bias = out.bias;
+    p.rope = s->rope;
+    p.pos = s->d_pos;
+    p.k_cache = out.k_cache;
+    p.v_cache = out.v_cache;
+    p.heads = c.heads;
+    p.kv_heads = c.kv_heads;
+    p.head_dim = c.head_dim;
+    int r = s->shape.rows_per_warp, u = s->shape.unroll, units;
+    if (out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV) {
+        r = 2;
+        units = d.rows / 2;
+    } else {
+        units = (d.rows + r - 1) / r;
+        if (out.epilogue == EP_ADD) {
+            p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
+            if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
+        }
+    }
+    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, r, u);
+    if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
+    if (d.format == ECO_PREC_INT8_MIXED) {
+        eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
+                           s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers);
+        if (e) return e;
         if (s->reference_stack) {
             // bitsandbytes finds outlier columns with a data-dependent op that syncs with the host.
             int n_out;
             CK(cudaMemcpyAsync(&n_out, s->n_outliers, sizeof n_out, cudaMemcpyDeviceToHost, s->stream));
             CK(cudaStreamSynchronize(s->stream));
         }
-        matvec_i8_mixed<<<grid, block, 0, s->stream>>>((const int8_t *)d.w, d.row_scale, s->xq, s->x_absmax, s->outliers,
-                                                        s->n_outliers, x, y, d.rows, d.cols, mode);
-        break;
-    default: return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: format %d", d.format);
     }
-    CK(cudaGetLastError());
-    return ECO_OK;
+    unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
+}
+
+MatvecOut plain(int epilogue, float *y)
+{
+    MatvecOut o;
+    memset(&o, 0, sizeof o);
+    o.epilogue = epilogue;
+    o.y = y;
+    return o;
 }
 
 // The launches of one token. Token and position are read from device memory, so a captured graph replays.
+// Fused: rmsnorm, qkv (+bias, RoPE, KV write), attention, o (+residual), rmsnorm, gate_up (+SwiGLU),
+// down (+residual): 7 kernels a layer. Unfused (reference-stack mode): 9, as separate steps.
 eco_err enqueue_token(State *s)
 {
     const eco_model_config &c = s->cfg;
     int window = (c.family == ECO_FAMILY_MISTRAL || c.family == ECO_FAMILY_PHI3) ? c.sliding_window : 0;
+    float eps = (float)c.rms_eps;
     eco_err e;
-    embed<<<(c.hidden + 255) / 256, 256, 0, s->stream>>>(s->embed, s->d_token, s->x, c.hidden);
+    if ((e = launch(s, false, embed, dim3((c.hidden + 255) / 256), dim3(256), 0, (const __half *)s->embed,
+                    (const int *)s->d_token, s->x, c.hidden)))
+        return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        rmsnorm<<<1, 1024, 0, s->stream>>>(s->x, L.attn_norm, s->xn, c.hidden, (float)c.rms_eps);
-        if ((e = launch_linear(s, L.qkv, s->xn, s->qkv, 0))) return e;
-        rope_kv<<<((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256, 256, 0, s->stream>>>(
-            s->qkv, L.qkv_bias, s->inv_freq, s->d_pos, L.k_cache, L.v_cache, c.heads, c.kv_heads, c.head_dim);
-        attention<<<c.heads, 256, s->attn_smem, s->stream>>>(s->qkv, L.k_cache, L.v_cache, s->d_pos, s->attn_out, c.heads,
-                                                             c.kv_heads, c.head_dim, window);
-        if ((e = launch_linear(s, L.o, s->attn_out, s->x, 1))) return e;
-        rmsnorm<<<1, 1024, 0, s->stream>>>(s->x, L.mlp_norm, s->xn, c.hidden, (float)c.rms_eps);
-        if ((e = launch_linear(s, L.gate_up, s->xn, s->gate_up, 0))) return e;
-        swiglu<<<(c.intermediate + 255) / 256, 256, 0, s->stream>>>(s->gate_up, s->act, c.intermediate);
-        if ((e = launch_linear(s, L.down, s->act, s->x, 1))) return e;
+        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)L.attn_norm, s->xn,
+                        c.hidden, eps)))
+            return e;
+        if (s->fused) {
+            MatvecOut o = plain(EP_ROPE_KV, s->qkv);
+            o.bias = L.qkv_bias;
+            o.k_cache = L.k_cache;
+            o.v_cache = L.v_cache;
+            if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
+        } else {
+            if ((e = launch_matvec(s, L.qkv, s->xn, plain(EP_STORE, s->qkv)))) return e;
+            if ((e = launch(s, true, rope_kv, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
+                            s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos, L.k_cache,
+                            L.v_cache, c.heads, c.kv_heads, c.head_dim)))
+                return e;
+        }
+        if ((e = launch(s, true, attention, dim3(c.heads), dim3(256), s->attn_smem, (const float *)s->qkv,
+                        (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
+                        c.kv_heads, c.head_dim, window)))
+            return e;
+        if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
+        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
+                        c.hidden, eps)))
+            return e;
+        if (s->fused) {
+            MatvecOut o = plain(EP_SWIGLU, NULL);
+            o.act = s->act;
+            if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
+        } else {
+            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_STORE, s->gate_up)))) return e;
+            if ((e = launch(s, true, swiglu, dim3((c.intermediate + 255) / 256), dim3(256), 0, (const float *)s->gate_up,
+                            s->act, c.intermediate)))
+                return e;
+        }
+        if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    rmsnorm<<<1, 1024, 0, s->stream>>>(s->x, s->final_norm, s->xn, c.hidden, (float)c.rms_eps);
-    if ((e = launch_linear(s, s->lm_head, s->xn, s->logits, 0))) return e;
-    argmax<<<1, 1024, 0, s->stream>>>(s->logits, c.vocab, s->d_next);
-    CK(cudaGetLastError());
-    return ECO_OK;
+    if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)s->final_norm, s->xn,
+                    c.hidden, eps)))
+        return e;
+    if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
+    return launch(s, true, argmax, dim3(1), dim3(1024), 0, (const float *)s->logits, c.vocab, s->d_next);
 }
 
 eco_err run_token(State *s, int32_t token, int pos)
@@ -373,16 +642,24 @@ eco_err run_token(State *s, int32_t token, int pos)
     s->h_io[1] = pos;
     CK(cudaMemcpyAsync(s->d_token, s->h_io, 2 * sizeof(int), cudaMemcpyHostToDevice, s->stream));
     if (s->reference_stack) return enqueue_token(s);
-    if (!s->graph_ready) {
-        cudaGraph_t g;
+    while (!s->graph_ready) {
+        cudaGraph_t g = NULL;
         CK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
         eco_err e = enqueue_token(s);
         cudaError_t ce = cudaStreamEndCapture(s->stream, &g);
-        if (e) return e;
-        if (ce != cudaSuccess) return cuda_fail(ce, "cudaStreamEndCapture");
-        CK(cudaGraphInstantiate(&s->graph, g, 0));
-        cudaGraphDestroy(g);
-        s->graph_ready = true;
+        if (!e && ce == cudaSuccess) ce = cudaGraphInstantiate(&s->graph, g, 0);
+        if (g) cudaGraphDestroy(g);
+        if (!e && ce == cudaSuccess) {
+            s->graph_ready = true;
+        } else if (s->pdl) {
+            // A driver without dependent-launch edges in graphs: same kernels, plain edges (slower, same numbers).
+            (void)cudaGetLastError();
+            fprintf(stderr, "eco: CUDA graph with programmatic dependent launch failed (%s); capturing without it\n",
+                    e ? eco_last_error() : cudaGetErrorString(ce));
+            s->pdl = false;
+        } else {
+            return e ? e : cuda_fail(ce, "capturing the token graph");
+        }
     }
     CK(cudaGraphLaunch(s->graph, s->stream));
     return ECO_OK;
@@ -400,11 +677,18 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->reference_stack = eco_cuda_reference_stack_requested();
     const char *fp8_mode = getenv("ECO_CUDA_FP8");
     s->fp8_hw = fp8_mode && !strcmp(fp8_mode, "hw");
+    const char *pdl = getenv("ECO_CUDA_PDL"), *fuse = getenv("ECO_CUDA_FUSE");
+    s->pdl = !s->reference_stack && !(pdl && !strcmp(pdl, "0"));
+    s->fused = !s->reference_stack && !(fuse && !strcmp(fuse, "0"));
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
     *state = s;
+    if (shape_for(p, &s->shape)) return ECO_EINVAL;
     eco_err e;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    s->sm_count = prop.multiProcessorCount;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
@@ -454,14 +738,20 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head))) return e;
     }
-    double *inv = (double *)malloc(sizeof(double) * (size_t)(c->head_dim / 2));
-    float *invf = (float *)malloc(sizeof(float) * (size_t)(c->head_dim / 2));
-    if (!inv || !invf) { free(inv); free(invf); return eco_fail(ECO_ENOMEM, "out of memory"); }
+    // RoPE angles in double, as the CPU reference computes them, once per position.
+    int half = c->head_dim / 2;
+    double *inv = (double *)malloc(sizeof(double) * (size_t)half);
+    float2 *table = (float2 *)malloc(sizeof(float2) * (size_t)half * (size_t)s->opt.max_seq);
+    if (!inv || !table) { free(inv); free(table); return eco_fail(ECO_ENOMEM, "out of memory"); }
     eco_rope_inv_freq(c, inv);
-    for (int i = 0; i < c->head_dim / 2; i++) invf[i] = (float)inv[i];
-    e = upload(s, &s->inv_freq, invf, sizeof(float) * (size_t)(c->head_dim / 2));
+    for (int pos = 0; pos < s->opt.max_seq; pos++)
+        for (int i = 0; i < half; i++) {
+            double ang = (double)pos * inv[i];
+            table[(size_t)pos * half + i] = make_float2((float)cos(ang), (float)sin(ang));
+        }
+    e = upload(s, &s->rope, table, sizeof(float2) * (size_t)half * (size_t)s->opt.max_seq);
     free(inv);
-    free(invf);
+    free(table);
     if (e) return e;
     int widest = c->hidden > c->intermediate ? c->hidden : c->intermediate;
     if (q_dim > widest) widest = q_dim;
@@ -520,7 +810,7 @@ void cuda_destroy(void *state)
     }
     free(s->layers);
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
-    void *bufs[] = {s->embed, s->final_norm, s->inv_freq, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
+    void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
@@ -593,6 +883,150 @@ eco_err eco_cuda_stream_bandwidth(double seconds, double *gb_per_s)
     cudaFree(buf);
     cudaFree(sink);
     return ECO_OK;
+}
+
+eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_warp, int unroll, int splits, bool fp8_hw,
+                              double *us_per_call, double *gb_per_s)
+{
+    MatvecShape m{rows_per_warp, unroll, splits};
+    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
+        return eco_fail(ECO_EINVAL, "matvec bench: unsupported shape (format %d, %d x %d, R=%d U=%d S=%d)", precision, rows,
+                        cols, rows_per_warp, unroll, splits);
+    State s;
+    memset(&s, 0, sizeof s);
+    s.pdl = true;
+    s.fp8_hw = fp8_hw;
+    s.shape = m;
+    s.force_splits = splits;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    s.sm_count = prop.multiProcessorCount;
+    CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
+    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
+    CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    eco_qweight shape_q;
+    memset(&shape_q, 0, sizeof shape_q);
+    shape_q.format = (eco_precision)precision;
+    shape_q.rows = (uint64_t)rows;
+    shape_q.cols = (uint64_t)cols;
+    size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)rows * cols / 64;
+    size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
+                       : precision == ECO_PREC_NF4_DQ ? blocks + (blocks / 256 + 1) * 4
+                       : precision == ECO_PREC_FP16 ? 0 : (size_t)rows * 4;
+    size_t per_copy = wbytes + scale_bytes;
+    int copies = (int)((size_t)(1u << 30) / per_copy) + 1; // rotate through > 1 GiB: far beyond the 50 MB L2
+    if (copies > 64) copies = 64;
+    Linear lin[64];
+    eco_err err = ECO_OK;
+    __half *x = NULL;
+    float *y = NULL;
+    for (int i = 0; i < copies && !err; i++) {
+        memset(&lin[i], 0, sizeof lin[i]);
+        DeviceLinear &d = lin[i].d;
+        d.format = precision;
+        d.rows = rows;
+        d.cols = cols;
+        d.blocksize = 64;
+        uint8_t *w;
+        if ((err = dalloc(&s, &w, wbytes))) break;
+        lin[i].buffers[lin[i].n_buffers++] = w;
+        d.w = w;
+        fill_random<<<1024, 256, 0, s.stream>>>(w, wbytes, 0x1234u + (uint32_t)i);
+        float *f;
+        uint8_t *codes;
+        if (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) {
+            if (precision == ECO_PREC_NF4) {
+                if ((err = dalloc(&s, &f, blocks))) break;
+                fill_float<<<256, 256, 0, s.stream>>>(f, blocks, 0.05f);
+                d.absmax = f;
+            } else {
+                if ((err = dalloc(&s, &codes, blocks)) || (err = dalloc(&s, &f, blocks / 256 + 1))) break;
+                fill_random<<<256, 256, 0, s.stream>>>(codes, blocks, 99u);
+                fill_float<<<1, 256, 0, s.stream>>>(f, blocks / 256 + 1, 0.05f);
+                d.absmax_q = codes;
+                d.absmax_q_scale = f;
+                lin[i].buffers[lin[i].n_buffers++] = codes;
+            }
+        } else {
+            if ((err = dalloc(&s, &f, (size_t)rows))) break;
+            fill_float<<<64, 256, 0, s.stream>>>(f, (size_t)rows, 0.01f);
+            d.row_scale = f;
+        }
+        lin[i].buffers[lin[i].n_buffers++] = f;
+    }
+    if (!err && ((err = dalloc(&s, &x, (size_t)cols)) || (err = dalloc(&s, &y, (size_t)rows)) ||
+                 (err = dalloc(&s, &s.xq, (size_t)cols)) || (err = dalloc(&s, &s.x_absmax, 1)) ||
+                 (err = dalloc(&s, &s.outliers, kMaxOutliers)) || (err = dalloc(&s, &s.n_outliers, 1)))) {
+    }
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    cudaEvent_t a = NULL, b = NULL;
+    const int per_graph = copies < 16 ? 32 : 2 * copies;
+    if (!err) {
+        fill_random<<<64, 256, 0, s.stream>>>((uint8_t *)x, (size_t)cols * 2, 7u); // any bits: speed does not depend on them
+        cudaMemsetAsync(s.n_outliers, 0, sizeof(int), s.stream);
+        fill_random<<<64, 256, 0, s.stream>>>((uint8_t *)s.xq, (size_t)cols, 5u);
+        fill_float<<<1, 32, 0, s.stream>>>(s.x_absmax, 1, 3.f);
+        if (cudaStreamSynchronize(s.stream) != cudaSuccess) err = eco_fail(ECO_EDEVICE, "matvec bench: fill failed");
+    }
+    if (!err) {
+        CK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < per_graph && !err; i++)
+            err = launch_matvec(&s, lin[i % copies], x, plain(splits > 1 ? EP_ADD : EP_STORE, y));
+        cudaError_t ce = cudaStreamEndCapture(s.stream, &g);
+        if (!err && ce != cudaSuccess) err = cuda_fail(ce, "cudaStreamEndCapture");
+        if (!err && cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) err = eco_fail(ECO_EDEVICE, "matvec bench: graph instantiate");
+    }
+    if (!err) {
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        CK(cudaGraphLaunch(ge, s.stream)); // warm
+        CK(cudaStreamSynchronize(s.stream));
+        float best = 1e30f;
+        for (int rep = 0; rep < 5; rep++) { // best of 5 replays of per_graph launches each
+            CK(cudaEventRecord(a, s.stream));
+            CK(cudaGraphLaunch(ge, s.stream));
+            CK(cudaEventRecord(b, s.stream));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            if (ms < best) best = ms;
+        }
+        *us_per_call = best * 1000.0 / per_graph;
+        *gb_per_s = (double)per_copy / (*us_per_call * 1e-6) / 1e9;
+        CK(cudaGetLastError());
+    }
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    for (int i = 0; i < copies; i++) free_linear(lin[i]);
+    void *bufs[] = {x, y, s.xq, s.x_absmax, s.outliers, s.n_outliers};
+    for (void *p : bufs) cudaFree(p);
+    cudaStreamDestroy(s.stream);
+    return err;
+}
+
+void eco_cuda_design(char *buf, size_t cap)
+{
+    const char *pdl = getenv("ECO_CUDA_PDL"), *fuse = getenv("ECO_CUDA_FUSE"), *fp8 = getenv("ECO_CUDA_FP8");
+    if (reference_stack_flag) {
+        snprintf(buf, cap, "reference-stack: launches one by one, host sync per LLM.int8() linear, unfused");
+        return;
+    }
+    char shapes[96] = "";
+    const struct { int format; const char *tag; } f[] = {{ECO_PREC_FP16, "f16"}, {ECO_PREC_INT8, "i8"},
+                                                          {ECO_PREC_INT8_MIXED, "i8x"}, {ECO_PREC_NF4, "nf4"}, {ECO_PREC_FP8, "fp8"}};
+    size_t at = 0;
+    for (const auto &x : f) {
+        MatvecShape m;
+        if (shape_for(x.format, &m)) m = default_shape(x.format);
+        at += (size_t)snprintf(shapes + at, sizeof shapes - at, "%s%s %d.%d.%d", at ? " " : "", x.tag, m.rows_per_warp, m.unroll,
+                               m.max_splits);
+        if (at >= sizeof shapes) break;
+    }
+    snprintf(buf, cap, "graph%s, %s, e4m3 %s; matvec R.U.S %s", pdl && !strcmp(pdl, "0") ? "" : "+PDL",
+             fuse && !strcmp(fuse, "0") ? "unfused" : "fused RoPE/SwiGLU", fp8 && !strcmp(fp8, "hw") ? "cvt" : "bit-move", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

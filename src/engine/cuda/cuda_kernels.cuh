@@ -11,7 +11,6 @@
 namespace eco_cuda {
 
 constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 8; // rows per thread block of every matvec kernel
 
 __constant__ float c_nf4[16];
 __constant__ float c_dynamic_map[256];
@@ -46,31 +45,24 @@ __device__ __forceinline__ int warp_sum_int(int v)
 // Weights are streamed once per token: bypass L1 and mark them evict-first (ld.global.cs).
 __device__ __forceinline__ uint4 load_stream(const void *p) { return __ldcs(reinterpret_cast<const uint4 *>(p)); }
 
-__device__ __forceinline__ float dot8_h(uint4 w, const __half *x)
-{
-    const __half2 *wh = reinterpret_cast<const __half2 *>(&w);
-    const __half2 *xh = reinterpret_cast<const __half2 *>(x);
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float2 a = __half22float2(wh[i]), b = __half22float2(xh[i]);
-        acc = fmaf(a.x, b.x, acc);
-        acc = fmaf(a.y, b.y, acc);
-    }
-    return acc;
-}
+// ---- Programmatic dependent launch (Hopper) ----
+// Every kernel of a token lets the next one be scheduled as soon as it starts (launch_dependents) and waits
+// for its predecessor's results only where it reads them (wait). A matvec issues its first weight loads
+// before the wait: weights never depend on the previous kernel, so HBM keeps streaming through the small
+// kernels (norm, attention) and the tail of the previous matvec. Both are no-ops in a plain launch.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 // ---- The matrix-vector skeleton ----
-// A block of kWarpsPerBlock warps; each warp owns kRowsPerWarp consecutive rows, so every x fragment a lane
-// loads (and converts to fp32 once) serves several weight rows. Each lane keeps Unroll x kRowsPerWarp
-// independent 16-byte streaming loads in flight. Decoders avoid the slow int->float conversion unit:
-// int8 through the 2^23 float trick, e4m3 by moving its bits into an fp32 with the 2^120 bias fix folded
-// into the row scale, nf4 through a 256-entry byte -> (float, float) table in shared memory.
+// One warp owns one work item: R rows (consecutive, or a pair the epilogue combines) over one slice of the
+// columns. Each lane keeps U x R independent 16-byte streaming loads in flight and loads the next batch
+// before it computes the current one. The x fragment a lane loads (and converts to fp32 once) serves all R
+// rows. Decoders avoid the slow int->float conversion unit: int8 through the 2^23 float trick, e4m3 by
+// moving its bits into an fp16 (value * 2^-8, exact, folded into the row scale), nf4 through a 16-entry
+// fp32 table in shared memory (16 distinct banks: any lookup pattern is conflict-free).
 constexpr int kWarpsPerBlock = 4;
-constexpr int kRowsPerWarp = 2;
-static_assert(kRowsPerBlock == kWarpsPerBlock * kRowsPerWarp, "rows per block");
 
-enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3, W_FP8_HW = 4 };
+enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3, W_FP8_HW = 4, W_I8X = 5 /* LLM.int8(): int8 x int8 */ };
 
 template <int K> struct Elems;                       // weights per 16-byte load
 template <> struct Elems<W_F16> { static constexpr int n = 8; };
@@ -78,6 +70,39 @@ template <> struct Elems<W_I8> { static constexpr int n = 16; };
 template <> struct Elems<W_FP8> { static constexpr int n = 16; };
 template <> struct Elems<W_NF4> { static constexpr int n = 32; };
 template <> struct Elems<W_FP8_HW> { static constexpr int n = 16; };
+template <> struct Elems<W_I8X> { static constexpr int n = 16; };
+
+enum Epilogue {
+    EP_STORE = 0,      // y[row] = v (fp32)
+    EP_ADD = 1,        // y[row] += v (the residual add)
+    EP_ATOMIC_ADD = 2, // y[row] += v from several column slices (split-K)
+    EP_SWIGLU = 3,     // rows (i, i + pair_offset) are (gate, up): act[i] = fp16(silu(gate) * up)
+    EP_ROPE_KV = 4,    // rows (i, i + head_dim/2) of one head: bias, rotate q and k, k and v into the fp16 caches
+};
+
+struct MatvecParams {
+    const uint8_t *w;
+    const float *row_scale;      // int8, int8-mixed, fp8
+    const float *absmax;         // nf4
+    const uint8_t *absmax_q;     // nf4-dq
+    const float *absmax_q_scale; // nf4-dq
+    float absmax_offset;         // nf4-dq
+    int block_shift;             // nf4: log2(blocksize)
+    const __half *x;             // fp16 input
+    const int8_t *xq;            // int8-mixed: quantized input, its absmax and outlier columns
+    const float *x_absmax;
+    const int *outliers, *n_outliers;
+    int rows, cols, splits;
+    int epilogue;
+    float *y;                    // EP_STORE / EP_ADD / EP_ATOMIC_ADD; EP_ROPE_KV: q (fp32, first heads*head_dim rows)
+    __half *act;                 // EP_SWIGLU
+    int pair_offset;             // EP_SWIGLU
+    const float *bias;           // EP_ROPE_KV (may be NULL)
+    const float2 *rope;          // EP_ROPE_KV: (cos, sin) per position and frequency, computed in double on the host
+    const int *pos;
+    __half *k_cache, *v_cache;
+    int heads, kv_heads, head_dim;
+};
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
 {
@@ -100,18 +125,21 @@ __device__ __forceinline__ float i8_at(unsigned v_offset, int k)
     return __int_as_float(__byte_perm(v_offset, 0x4B000000u, 0x7540 + k)) - 8388736.f;
 }
 
-// e4m3 byte k of word v as fp32 bits with exponent bias 127 instead of 7 (value * 2^-120); sign kept.
-__device__ __forceinline__ float e4m3_scaled_at(unsigned v, int k)
+// Two e4m3 bytes (selected by `sel`) as an fp16 pair holding value * 2^-8: the byte goes to the high byte
+// of each half, and the 7 exponent+mantissa bits move one place right (e4m3 has 4 exponent bits, fp16 5).
+// Exact for every finite e4m3 value, subnormals included.
+__device__ __forceinline__ float2 e4m3x2_scaled(unsigned v, unsigned sel)
 {
-    unsigned b = (v >> (8 * k)) & 0xFFu;
-    return __int_as_float(((b & 0x7Fu) << 20) | ((b & 0x80u) << 24));
+    unsigned t = __byte_perm(v, 0u, sel);
+    unsigned h = (t & 0x80008000u) | ((t >> 1) & 0x3F803F80u);
+    return __half22float2(*reinterpret_cast<__half2 *>(&h));
 }
 
-template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf, const float2 *lut)
+template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf, const float *lut)
 {
     float acc = 0.f;
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    if (K == W_F16) {
+    if constexpr (K == W_F16) {
         const __half2 *h = reinterpret_cast<const __half2 *>(&w);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -119,14 +147,14 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
             acc = fmaf(f.x, xf[2 * i], acc);
             acc = fmaf(f.y, xf[2 * i + 1], acc);
         }
-    } else if (K == W_I8) {
+    } else if constexpr (K == W_I8) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             unsigned v = u[i] ^ 0x80808080u;
 #pragma unroll
             for (int k = 0; k < 4; k++) acc = fmaf(i8_at(v, k), xf[4 * i + k], acc);
         }
-    } else if (K == W_FP8_HW) { // the hardware e4m3 -> fp16 conversion (sm_89+), two weights per instruction
+    } else if constexpr (K == W_FP8_HW) { // the hardware e4m3x2 -> f16x2 conversion (sm_89+)
         const __nv_fp8x2_storage_t *p = reinterpret_cast<const __nv_fp8x2_storage_t *>(&w);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
@@ -135,137 +163,227 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
             acc = fmaf(f.x, xf[2 * i], acc);
             acc = fmaf(f.y, xf[2 * i + 1], acc);
         }
-    } else if (K == W_FP8) {
+    } else if constexpr (K == W_FP8) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            float2 a = e4m3x2_scaled(u[i], 0x1404u), b = e4m3x2_scaled(u[i], 0x3424u);
+            acc = fmaf(a.x, xf[4 * i], acc);
+            acc = fmaf(a.y, xf[4 * i + 1], acc);
+            acc = fmaf(b.x, xf[4 * i + 2], acc);
+            acc = fmaf(b.y, xf[4 * i + 3], acc);
+        }
+    } else if constexpr (K == W_NF4) {
 #pragma unroll
         for (int i = 0; i < 4; i++)
 #pragma unroll
-            for (int k = 0; k < 4; k++) acc = fmaf(e4m3_scaled_at(u[i], k), xf[4 * i + k], acc);
-    } else {
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                float2 p = lut[(u[i] >> (8 * k)) & 0xFFu]; // high nibble = first element
-                acc = fmaf(p.x, xf[8 * i + 2 * k], acc);
-                acc = fmaf(p.y, xf[8 * i + 2 * k + 1], acc);
+            for (int k = 0; k < 4; k++) { // high nibble = first element
+                acc = fmaf(lut[(u[i] >> (8 * k + 4)) & 15u], xf[8 * i + 2 * k], acc);
+                acc = fmaf(lut[(u[i] >> (8 * k)) & 15u], xf[8 * i + 2 * k + 1], acc);
             }
     }
     return acc;
 }
 
-// y[row] (+)= W[row,:] . x. mode 0 stores, 1 adds (fused residual). For nf4 the per-block absmax multiplies
-// each 32-weight partial sum (a 16-byte chunk never straddles a block: blocksize % 32 == 0, checked on the host).
-template <int K, bool DoubleQuant, int Unroll>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-matvec(const uint8_t *__restrict__ w, const float *__restrict__ row_scale, const float *__restrict__ absmax,
-       const uint8_t *__restrict__ absmax_q, const float *__restrict__ absmax_q_scale, float absmax_offset, int blocksize,
-       const __half *__restrict__ x, float *__restrict__ y, int rows, int cols, int mode)
+// The rows of one work item, in the order the epilogue expects.
+template <int R> __device__ __forceinline__ void item_rows(const MatvecParams &p, int unit, int (&row)[R])
 {
-    __shared__ float2 lut[K == W_NF4 ? 256 : 1];
-    if (K == W_NF4) {
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) lut[i] = make_float2(c_nf4[i >> 4], c_nf4[i & 15]);
-        __syncthreads();
+    if (p.epilogue == EP_SWIGLU) {
+        row[0] = unit;
+        row[R - 1] = unit + p.pair_offset;
+    } else if (p.epilogue == EP_ROPE_KV) {
+        int half = p.head_dim / 2, head = unit / half;
+        row[0] = head * p.head_dim + unit % half;
+        row[R - 1] = row[0] + half;
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; r++) row[r] = min(unit * R + r, p.rows - 1);
     }
+}
+
+__device__ __forceinline__ int item_units(const MatvecParams &p, int R)
+{
+    if (p.epilogue == EP_SWIGLU) return p.pair_offset;
+    if (p.epilogue == EP_ROPE_KV) return p.rows / 2;
+    return (p.rows + R - 1) / R;
+}
+
+// Lane 0 writes the finished rows. v[] is already scaled to the true dot product.
+template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams &p, int unit, const int (&row)[R], const float (&v)[R])
+{
+    switch (p.epilogue) {
+    case EP_STORE:
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (unit * R + r < p.rows) p.y[row[r]] = v[r];
+        break;
+    case EP_ADD:
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (unit * R + r < p.rows) p.y[row[r]] += v[r];
+        break;
+    case EP_ATOMIC_ADD:
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (unit * R + r < p.rows) atomicAdd(p.y + row[r], v[r]);
+        break;
+    case EP_SWIGLU: {
+        float g = v[0], up = v[R - 1];
+        p.act[unit] = __float2half(g / (1.f + __expf(-g)) * up);
+        break;
+    }
+    case EP_ROPE_KV: {
+        int half = p.head_dim / 2, head = unit / half, i = unit % half, pos = *p.pos;
+        int q_dim = p.heads * p.head_dim, kv_dim = p.kv_heads * p.head_dim;
+        float a = v[0], b = v[R - 1];
+        if (p.bias) { a += p.bias[row[0]]; b += p.bias[row[R - 1]]; }
+        if (head < p.heads + p.kv_heads) {
+            float2 cs = p.rope[(size_t)pos * half + i];
+            float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+            a = ra;
+            b = rb;
+        }
+        if (head < p.heads) {
+            p.y[row[0]] = a;
+            p.y[row[R - 1]] = b;
+        } else {
+            bool is_k = head < p.heads + p.kv_heads;
+            __half *cache = is_k ? p.k_cache : p.v_cache;
+            size_t at = (size_t)pos * kv_dim + row[0] - q_dim - (is_k ? 0 : kv_dim);
+            cache[at] = __float2half(a);
+            cache[at + half] = __float2half(b);
+        }
+        break;
+    }
+    }
+}
+
+template <int K, bool DoubleQuant, int R, int U> struct Batch {
+    uint4 w[U][R];
+    float am[U][R];      // nf4: absmax; nf4-dq: the block's group scale (the code is in code[][])
+    unsigned code[U][R]; // nf4-dq: absmax code
+};
+
+template <int K, bool DoubleQuant, int R, int U>
+__device__ __forceinline__ void load_batch(const MatvecParams &p, const uint8_t *const (&base)[R], const int (&row)[R],
+                                           int ch, int c1, Batch<K, DoubleQuant, R, U> &b)
+{
     constexpr int E = Elems<K>::n;
-    constexpr int kRowBytesDiv = K == W_F16 ? 1 : 0; // fp16 rows hold 2 bytes per weight
-    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    int row0 = (blockIdx.x * kWarpsPerBlock + warp) * kRowsPerWarp;
-    if (row0 >= rows) return;
-    size_t row_bytes = K == W_NF4 ? (size_t)cols / 2 : (size_t)cols << kRowBytesDiv;
-    const uint8_t *base[kRowsPerWarp];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; r++) base[r] = w + (size_t)min(row0 + r, rows - 1) * row_bytes;
-    float acc[kRowsPerWarp];
+    for (int u = 0; u < U; u++) {
+        int c = ch + u * kWarp;
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; r++) acc[r] = 0.f;
-    int chunks = cols / E;
-    for (int ch = lane; ch < chunks; ch += kWarp * Unroll) {
-        uint4 wv[Unroll][kRowsPerWarp];
-#pragma unroll
-        for (int u = 0; u < Unroll; u++)
-#pragma unroll
-            for (int r = 0; r < kRowsPerWarp; r++)
-                if (ch + u * kWarp < chunks) wv[u][r] = load_stream(base[r] + (size_t)(ch + u * kWarp) * 16);
-#pragma unroll
-        for (int u = 0; u < Unroll; u++) {
-            int c = ch + u * kWarp;
-            if (c >= chunks) break;
-            float xf[E];
-            load_x<E>(x + (size_t)c * E, xf);
-            if (K == W_FP8) // keeps products of subnormal-range weights (bias-shifted e4m3) in the normal range
-#pragma unroll
-                for (int i = 0; i < E; i++) xf[i] *= 0x1p64f;
-#pragma unroll
-            for (int r = 0; r < kRowsPerWarp; r++) {
-                float part = dot16<K>(wv[u][r], xf, lut);
-                if (K == W_NF4) {
-                    size_t block = ((size_t)min(row0 + r, rows - 1) * cols + (size_t)c * E) / blocksize;
-                    float am = DoubleQuant ? c_dynamic_map[absmax_q[block]] * absmax_q_scale[block / 256] + absmax_offset
-                                           : __ldg(absmax + block);
-                    acc[r] = fmaf(part, am, acc[r]);
-                } else {
-                    acc[r] += part;
+        for (int r = 0; r < R; r++) {
+            if (c < c1) {
+                b.w[u][r] = load_stream(base[r] + (size_t)c * 16);
+                if constexpr (K == W_NF4) {
+                    size_t block = ((size_t)row[r] * (size_t)p.cols + (size_t)c * E) >> p.block_shift;
+                    if constexpr (DoubleQuant) {
+                        b.code[u][r] = __ldg(p.absmax_q + block);
+                        b.am[u][r] = __ldg(p.absmax_q_scale + (block >> 8));
+                    } else {
+                        b.am[u][r] = __ldg(p.absmax + block);
+                    }
                 }
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; r++) {
-        float v = warp_sum(acc[r]);
-        int row = row0 + r;
-        if (lane == 0 && row < rows) {
-            if (K == W_I8 || K == W_FP8_HW) v *= row_scale[row];
-            if (K == W_FP8) v *= row_scale[row] * 0x1p56f; // undo the e4m3 bias shift (2^120) and the x scaling (2^-64)
-            y[row] = mode ? y[row] + v : v;
-        }
-    }
 }
 
-// LLM.int8(): the non-outlier activation columns quantized per token to int8 (xq), outlier columns listed in
-// `outliers`; y = (sum q*xq) * (absmax_x/127) * row_scale  +  sum_{outliers} fp16(q*row_scale) * x.
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp)
-matvec_i8_mixed(const int8_t *__restrict__ w, const float *__restrict__ scale, const int8_t *__restrict__ xq,
-                const float *__restrict__ x_absmax, const int *__restrict__ outliers, const int *__restrict__ n_outliers,
-                const __half *__restrict__ x, float *__restrict__ y, int rows, int cols, int mode)
+// y (epilogue) = W x for one linear. W_I8X (LLM.int8()) dots the int8 activations with dp4a and adds the
+// fp16 outlier columns at the end. For nf4 the block absmax multiplies each 32-weight partial sum (a
+// 16-byte chunk never straddles a block: blocksize % 32 == 0, checked on the host).
+template <int K, bool DoubleQuant, int R, int U>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecParams p)
 {
+    __shared__ float lut[K == W_NF4 ? 16 : 1];
+    __shared__ float dmap[K == W_NF4 && DoubleQuant ? 256 : 1];
+    if constexpr (K == W_NF4) {
+        if (threadIdx.x < 16) lut[threadIdx.x] = c_nf4[threadIdx.x];
+        if constexpr (DoubleQuant)
+            for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
+        __syncthreads();
+    }
+    grid_dependents_launch();
+    constexpr int E = Elems<K>::n;
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    int row0 = (blockIdx.x * kWarpsPerBlock + warp) * kRowsPerWarp;
-    if (row0 >= rows) return;
-    const int8_t *base[kRowsPerWarp];
+    int item = blockIdx.x * kWarpsPerBlock + warp;
+    int units = item_units(p, R);
+    if (item >= units * p.splits) return;
+    int unit = item / p.splits, split = item % p.splits;
+    int row[R];
+    item_rows<R>(p, unit, row);
+    size_t row_bytes = K == W_NF4 ? (size_t)p.cols / 2 : K == W_F16 ? (size_t)p.cols * 2 : (size_t)p.cols;
+    const uint8_t *base[R];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; r++) base[r] = w + (size_t)min(row0 + r, rows - 1) * cols;
-    int acc[kRowsPerWarp] = {};
-    for (int c = lane * 16; c < cols; c += kWarp * 16) {
-        uint4 a = *reinterpret_cast<const uint4 *>(xq + c);
-        uint4 v[kRowsPerWarp];
+    for (int r = 0; r < R; r++) base[r] = p.w + (size_t)row[r] * row_bytes;
+    int chunks = p.cols / E, per = (chunks + p.splits - 1) / p.splits;
+    int c0 = split * per, c1 = min(chunks, c0 + per);
+
+    Batch<K, DoubleQuant, R, U> cur;
+    load_batch<K, DoubleQuant, R, U>(p, base, row, c0 + lane, c1, cur);
+    grid_dependency_wait();
+
+    float acc[R];
+    int iacc[R];
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; r++) v[r] = load_stream(base[r] + c);
+    for (int r = 0; r < R; r++) { acc[r] = 0.f; iacc[r] = 0; }
+    for (int ch = c0 + lane; ch < c1; ch += kWarp * U) {
+        Batch<K, DoubleQuant, R, U> next;
+        load_batch<K, DoubleQuant, R, U>(p, base, row, ch + kWarp * U, c1, next);
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; r++) {
-            acc[r] = __dp4a((int)v[r].x, (int)a.x, acc[r]);
-            acc[r] = __dp4a((int)v[r].y, (int)a.y, acc[r]);
-            acc[r] = __dp4a((int)v[r].z, (int)a.z, acc[r]);
-            acc[r] = __dp4a((int)v[r].w, (int)a.w, acc[r]);
+        for (int u = 0; u < U; u++) {
+            int c = ch + u * kWarp;
+            if (c >= c1) break;
+            if constexpr (K == W_I8X) {
+                uint4 a = __ldg(reinterpret_cast<const uint4 *>(p.xq) + c);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    iacc[r] = __dp4a((int)cur.w[u][r].x, (int)a.x, iacc[r]);
+                    iacc[r] = __dp4a((int)cur.w[u][r].y, (int)a.y, iacc[r]);
+                    iacc[r] = __dp4a((int)cur.w[u][r].z, (int)a.z, iacc[r]);
+                    iacc[r] = __dp4a((int)cur.w[u][r].w, (int)a.w, iacc[r]);
+                }
+            } else {
+                float xf[E];
+                load_x<E>(p.x + (size_t)c * E, xf);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float part = dot16<K>(cur.w[u][r], xf, lut);
+                    if constexpr (K == W_NF4) {
+                        float am = DoubleQuant ? dmap[cur.code[u][r]] * cur.am[u][r] + p.absmax_offset : cur.am[u][r];
+                        acc[r] = fmaf(part, am, acc[r]);
+                    } else {
+                        acc[r] += part;
+                    }
+                }
+            }
+        }
+        cur = next;
+    }
+
+    float v[R];
+    if constexpr (K == W_I8X) {
+        int n = split == 0 ? *p.n_outliers : 0;
+        float xs = *p.x_absmax / 127.f;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float s = p.row_scale[row[r]], out = 0.f;
+            for (int i = lane; i < n; i += kWarp) {
+                int j = p.outliers[i];
+                float wdq = __half2float(__float2half((float)((const int8_t *)base[r])[j] * s));
+                out = fmaf(wdq, __half2float(p.x[j]), out);
+            }
+            v[r] = (float)warp_sum_int(iacc[r]) * xs * s + warp_sum(out);
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            v[r] = warp_sum(acc[r]);
+            if (K == W_I8 || K == W_FP8_HW) v[r] *= p.row_scale[row[r]];
+            if (K == W_FP8) v[r] *= p.row_scale[row[r]] * 256.f; // the e4m3 -> fp16 bit move scaled by 2^-8
         }
     }
-    int n = *n_outliers;
-    float xs = *x_absmax / 127.f;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; r++) {
-        int row = min(row0 + r, rows - 1);
-        float s = scale[row], out = 0.f;
-        for (int i = lane; i < n; i += kWarp) {
-            int j = outliers[i];
-            float wdq = __half2float(__float2half((float)base[r][j] * s));
-            out = fmaf(wdq, __half2float(x[j]), out);
-        }
-        out = warp_sum(out);
-        int total = warp_sum_int(acc[r]);
-        if (lane == 0 && row0 + r < rows) {
-            float v = (float)total * xs * s + out;
-            y[row] = mode ? y[row] + v : v;
-        }
-    }
+    if (lane == 0) finish_rows<R>(p, unit, row, v);
 }
 
 // Per-token activation quantization for LLM.int8(): one block. Outlier columns (|x| >= threshold) are
@@ -274,6 +392,8 @@ __global__ void quantize_activations(const __half *__restrict__ x, int n, float 
                                      float *__restrict__ x_absmax, int *__restrict__ outliers,
                                      int *__restrict__ n_outliers, int max_outliers)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     __shared__ float red[32];
     __shared__ int count;
     if (threadIdx.x == 0) count = 0;
@@ -316,6 +436,8 @@ __global__ void quantize_activations(const __half *__restrict__ x, int n, float 
 // x[hidden] = fp32(embedding row of *token) (embeddings stay 16-bit).
 __global__ void embed(const __half *__restrict__ table, const int *__restrict__ token, float *__restrict__ x, int hidden)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     const __half *row = table + (size_t)(*token) * hidden;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < hidden; i += gridDim.x * blockDim.x) x[i] = __half2float(row[i]);
 }
@@ -324,6 +446,8 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
 __global__ void rmsnorm(const float *__restrict__ x, const float *__restrict__ weight, __half *__restrict__ out, int n,
                         float eps)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     __shared__ float red[32];
     float s = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
@@ -341,10 +465,13 @@ __global__ void rmsnorm(const float *__restrict__ x, const float *__restrict__ w
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
-__global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias, const float *__restrict__ inv_freq,
+// (The unfused path; the fused one does this in the qkv matvec's epilogue.)
+__global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias, const float2 *__restrict__ rope,
                         const int *__restrict__ pos_ptr, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                         int heads, int kv_heads, int head_dim)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     int pos = *pos_ptr;
     int half_dim = head_dim / 2;
     int q_dim = heads * head_dim, kv_dim = kv_heads * head_dim;
@@ -354,9 +481,8 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
         int off = h < heads ? h * head_dim : q_dim + (h - heads) * head_dim;
         float a = qkv[off + i], b = qkv[off + i + half_dim];
         if (bias) { a += bias[off + i]; b += bias[off + i + half_dim]; }
-        float sn, cs;
-        sincosf((float)pos * inv_freq[i], &sn, &cs);
-        float ra = a * cs - b * sn, rb = b * cs + a * sn;
+        float2 cs = rope[(size_t)pos * half_dim + i];
+        float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
         qkv[off + i] = ra;
         qkv[off + i + half_dim] = rb;
         if (h >= heads) {
@@ -377,6 +503,8 @@ __global__ void attention(const float *__restrict__ qkv, const __half *__restric
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     extern __shared__ float scores[];
     __shared__ float red[32];
     int h = blockIdx.x, pos = *pos_ptr;
@@ -425,6 +553,8 @@ __global__ void attention(const float *__restrict__ qkv, const __half *__restric
 // gate_up = [gate | up] (fp32) -> fp16(silu(gate) * up)
 __global__ void swiglu(const float *__restrict__ gate_up, __half *__restrict__ out, int inter)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
         float g = gate_up[i], u = gate_up[inter + i];
         out[i] = __float2half(g / (1.f + __expf(-g)) * u);
@@ -434,6 +564,8 @@ __global__ void swiglu(const float *__restrict__ gate_up, __half *__restrict__ o
 // Greedy sampling on the device: index of the largest logit, ties to the lowest index (torch.argmax).
 __global__ void argmax(const float *__restrict__ logits, int n, int *__restrict__ out)
 {
+    grid_dependents_launch();
+    grid_dependency_wait();
     __shared__ float best_v[32];
     __shared__ int best_i[32];
     float v = -INFINITY;
@@ -455,6 +587,23 @@ __global__ void argmax(const float *__restrict__ logits, int n, int *__restrict_
             if (best_v[w] > v || (best_v[w] == v && best_i[w] < idx)) { v = best_v[w]; idx = best_i[w]; }
         *out = idx;
     }
+}
+
+// Deterministic pseudo-random bytes (bench_matvec weights); never zeros, which can run faster than data.
+__global__ void fill_random(uint8_t *__restrict__ p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+        h ^= h >> 15;
+        h *= 0x2C1B3C6Du;
+        h ^= h >> 12;
+        p[i] = (uint8_t)(h | 1u);
+    }
+}
+
+__global__ void fill_float(float *__restrict__ p, size_t n, float v)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) p[i] = v;
 }
 
 // Streaming read of n 16-byte words (measured bandwidth for the roofline); the sum defeats dead-code removal.

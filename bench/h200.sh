@@ -1,0 +1,65 @@
+#!/bin/bash
+# One device session on the H200, in the order the results are needed: correctness of the CUDA backend
+# against the CPU reference, matvec kernel shapes per format (their winners are exported for the rest of
+# the session), decode speed against the roofline, design A/Bs, then `eco measure` on as many of the given
+# models as the time left allows. Binaries come prebuilt in .device/bin with their libraries in .device/lib.
+# usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
+#   STAGES: comma list of test,matvec,engine,ab,measure (default all); results go to OUTDIR/results.tgz
+set -u
+OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
+W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
+export ECO_SOURCE_DIR=$PWD
+run() { "$L/ld-linux-x86-64.so.2" --library-path "$L:${LD_LIBRARY_PATH:-}:/usr/lib/x86_64-linux-gnu" "$@"; }
+left() { echo $((DEADLINE - SECONDS)); }
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+pack() { tar -C "$W" -czf "$OUT/results.tgz" . ; }
+trap pack EXIT
+log() { echo "[$SECONDS s] $*" | tee -a "$W/session.log"; }
+
+nvidia-smi --query-gpu=name,driver_version,power.limit,power.default_limit,clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,persistence_mode,temperature.gpu,pstate --format=csv > "$W/gpu.csv" 2>&1
+cat "$W/gpu.csv"
+
+if has test; then
+    log "test_cuda_backend"
+    timeout 120 bash -c "$(declare -f run); L=$L; run $B/test_cuda_backend" > "$W/test_cuda_backend.txt" 2>&1
+    rc=$?; log "test_cuda_backend rc=$rc"; tail -5 "$W/test_cuda_backend.txt"
+    grep -E "worst|FAILED|PASSED" "$W/test_cuda_backend.txt" | tail -8
+    if [ $rc -ne 0 ]; then log "CUDA backend disagrees with the CPU reference: no measurements"; STAGES=${STAGES//measure/}; fi
+fi
+if has matvec; then
+    log "bench_matvec"
+    timeout $(( $(left) < 200 ? $(left) : 200 )) bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B,Qwen2.5-14B" > "$W/bench_matvec.txt" 2>&1
+    log "bench_matvec rc=$?"
+    grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
+    cat "$W/matvec.env"; . "$W/matvec.env"
+    timeout 60 bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-hw" > "$W/bench_matvec_fp8_hw.txt" 2>&1
+    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_hw.txt"
+fi
+if has engine; then
+    log "bench_engine"
+    timeout $(( $(left) < 300 ? $(left) : 300 )) bash -c "$(declare -f run); L=$L; run $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B" > "$W/bench_engine.txt" 2>&1
+    log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
+fi
+if has ab; then
+    for v in "ECO_CUDA_PDL=0" "ECO_CUDA_FUSE=0" "ECO_CUDA_FP8=hw"; do
+        log "bench_engine $v"
+        timeout 70 env $v bash -c "$(declare -f run); L=$L; run $B/bench_engine --models Qwen2.5-7B --precisions fp16,int8,nf4,fp8" > "$W/bench_engine_$v.txt" 2>&1
+        grep Qwen "$W/bench_engine_$v.txt"
+    done
+    log "bench_engine reference-stack"
+    timeout 70 bash -c "$(declare -f run); L=$L; run $B/bench_engine --reference-stack --models Qwen2.5-7B --precisions fp16,int8-mixed,nf4" > "$W/bench_engine_reference_stack.txt" 2>&1
+    grep Qwen "$W/bench_engine_reference_stack.txt"
+fi
+if has measure; then
+    # Rough seconds per model for 5 precisions, 3 blocks of 4 s windows (load included).
+    declare -A need=([Qwen2.5-0.5B]=80 [Qwen2.5-1.5B]=90 [Qwen2.5-3B]=100 [Phi-3-mini]=110 [Qwen2.5-7B]=140 [Mistral-7B-v0.3]=140 [Llama-3.1-8B]=150 [Qwen2.5-14B]=210)
+    for m in "$@"; do
+        n=${need[$m]:-150}
+        if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
+        slug=$(echo "$m" | tr 'A-Z' 'a-z')
+        log "eco measure $m"
+        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window 4 --idle 3 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
+        log "eco measure $m rc=$?"; tail -12 "$W/measure_$slug.log"
+    done
+fi
+log "done"
