@@ -2,7 +2,7 @@
  * shape (and column slices for the residual-add linears), the time of one layer's four matvecs and the
  * bandwidth it reaches against the streaming read bandwidth measured in the same run. The engine's
  * defaults per format (default_shape in src/engine/cuda/cuda_backend.cu) come from this table.
- * usage: bench_matvec [--models Qwen2.5-7B,Qwen2.5-14B] [--precisions fp16,int8,...] [--fp8-hw] */
+ * usage: bench_matvec [--models Qwen2.5-7B,Qwen2.5-14B] [--precisions fp16,int8,...] [--fp8-bits] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,32 +27,17 @@ static int time_one(eco_precision p, int rows, int cols, int r, int u, int s, in
         fprintf(stderr, "bench_matvec: %s\n", eco_last_error());
         return -1;
     }
-    /* The shape per format over all the models: the engine's defaults, and env lines to try them. */
-    printf("\nper format, summed over the models (one layer each):\n");
-    for (int pi = 0; pi < MAX_PRECS && prec_names[pi][0]; pi++) {
-        int best = -1;
-        for (size_t si = 0; si < N_SHAPES; si++)
-            if (!shape_failed[pi][si] && total_us[pi][si] > 0 && (best < 0 || total_us[pi][si] < total_us[pi][best])) best = (int)si;
-        if (best < 0) continue;
-        char env[32];
-        size_t k = 0;
-        for (const char *c = prec_names[pi]; *c && k + 1 < sizeof env; c++) env[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-        env[k] = 0;
-        printf("ECO_CUDA_MATVEC_%s=%d,%d,%d   # %.1f us, vs 2,2: %.3fx\n", env, shapes[best][0], shapes[best][1],
-               most_splits[pi][best] < 1 ? 1 : most_splits[pi][best], total_us[pi][best],
-               total_us[pi][4] > 0 ? total_us[pi][4] / total_us[pi][best] : 0.0);
-    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     const char *models = "Qwen2.5-7B,Qwen2.5-14B", *precs = "fp16,int8,int8-mixed,nf4,fp8";
-    int fp8_hw = 0;
+    int fp8_hw = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) precs = argv[++i];
-        else if (!strcmp(argv[i], "--fp8-hw")) fp8_hw = 1;
+        else if (!strcmp(argv[i], "--fp8-bits")) fp8_hw = 0;
         else { fprintf(stderr, "bench_matvec: unknown argument %s\n", argv[i]); return 2; }
     }
     char device[256];
@@ -86,7 +71,7 @@ int main(int argc, char **argv)
             double layer_bytes = 0;
             for (int k = 0; k < 4; k++) layer_bytes += (double)eco_precision_weight_bytes(p, (uint64_t)lin[k].rows, (uint64_t)lin[k].cols);
             printf("\n%s %s%s (layer %.1f MB; floor %.1f us at the measured bandwidth)\n", c->name, pname,
-                   p == ECO_PREC_FP8 && fp8_hw ? " [hardware e4m3 conversion]" : "", layer_bytes / 1e6, layer_bytes / bw / 1e3);
+                   p == ECO_PREC_FP8 ? (fp8_hw ? " [hardware e4m3 conversion]" : " [e4m3 by bit moves]") : "", layer_bytes / 1e6, layer_bytes / bw / 1e3);
             printf("  R,U   %9s %12s %9s %12s %10s %9s\n", "qkv us", "o us (S)", "gate_up", "down us (S)", "layer us", "% of bw");
             double best_layer = 1e30;
             int best_i = -1, best_so = 1, best_sd = 1;

@@ -24,16 +24,19 @@ if has test; then
     timeout 120 bash -c "$(declare -f run); L=$L; run $B/test_cuda_backend" > "$W/test_cuda_backend.txt" 2>&1
     rc=$?; log "test_cuda_backend rc=$rc"; tail -5 "$W/test_cuda_backend.txt"
     grep -E "worst|FAILED|PASSED" "$W/test_cuda_backend.txt" | tail -8
-    if [ $rc -ne 0 ]; then log "CUDA backend disagrees with the CPU reference: no measurements"; STAGES=${STAGES//measure/}; fi
+    if [ $rc -ne 0 ]; then
+        if [ -x .device/bin-prev/eco ]; then log "CUDA backend disagrees with the CPU reference: measuring with the previous, tested build"; cp .device/bin-prev/eco $B/eco
+        else log "CUDA backend disagrees with the CPU reference: no measurements"; STAGES=${STAGES//measure/}; fi
+    fi
 fi
 if has matvec; then
     log "bench_matvec"
-    timeout $(( $(left) < 200 ? $(left) : 200 )) bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B,Qwen2.5-14B" > "$W/bench_matvec.txt" 2>&1
+    timeout $(( $(left) < 200 ? $(left) : 200 )) bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B}" > "$W/bench_matvec.txt" 2>&1
     log "bench_matvec rc=$?"
     grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
-    cat "$W/matvec.env"; . "$W/matvec.env"
-    timeout 60 bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-hw" > "$W/bench_matvec_fp8_hw.txt" 2>&1
-    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_hw.txt"
+    cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
+    timeout 60 bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits" > "$W/bench_matvec_fp8_bits.txt" 2>&1
+    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_bits.txt"
 fi
 if has engine; then
     log "bench_engine"
@@ -41,7 +44,7 @@ if has engine; then
     log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
 fi
 if has ab; then
-    for v in "ECO_CUDA_PDL=0" "ECO_CUDA_FUSE=0" "ECO_CUDA_FP8=hw"; do
+    for v in "ECO_CUDA_PDL=0" "ECO_CUDA_FUSE=0" "ECO_CUDA_FP8=bits"; do
         log "bench_engine $v"
         timeout 70 env $v bash -c "$(declare -f run); L=$L; run $B/bench_engine --models Qwen2.5-7B --precisions fp16,int8,nf4,fp8" > "$W/bench_engine_$v.txt" 2>&1
         grep Qwen "$W/bench_engine_$v.txt"
@@ -51,14 +54,14 @@ if has ab; then
     grep Qwen "$W/bench_engine_reference_stack.txt"
 fi
 if has measure; then
-    # Rough seconds per model for 5 precisions, 3 blocks of 4 s windows (load included).
-    declare -A need=([Qwen2.5-0.5B]=80 [Qwen2.5-1.5B]=90 [Qwen2.5-3B]=100 [Phi-3-mini]=110 [Qwen2.5-7B]=140 [Mistral-7B-v0.3]=140 [Llama-3.1-8B]=150 [Qwen2.5-14B]=210)
+    # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
+    declare -A need=([Qwen2.5-0.5B]=70 [Qwen2.5-1.5B]=80 [Qwen2.5-3B]=90 [Phi-3-mini]=100 [Qwen2.5-7B]=125 [Mistral-7B-v0.3]=125 [Llama-3.1-8B]=135 [Qwen2.5-14B]=180)
     for m in "$@"; do
         n=${need[$m]:-150}
         if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
         slug=$(echo "$m" | tr 'A-Z' 'a-z')
         log "eco measure $m"
-        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window 4 --idle 3 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
+        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window 3 --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
         log "eco measure $m rc=$?"; tail -12 "$W/measure_$slug.log"
     done
 fi

@@ -51,7 +51,7 @@ struct State {
     eco_model_config cfg;
     eco_engine_options opt;
     bool reference_stack;
-    bool fp8_hw; /* ECO_CUDA_FP8=hw: e4m3 through the hardware conversion instead of bit moves (to compare both) */
+    bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
@@ -440,10 +440,12 @@ MatvecFn pick_matvec(int format, bool fp8_hw, int r, int u)
 MatvecShape default_shape(int format)
 {
     switch (format) {
-    case ECO_PREC_FP16: return MatvecShape{2, 2, 4};
+    case ECO_PREC_FP16: return MatvecShape{4, 1, 4};
+    case ECO_PREC_INT8:
+    case ECO_PREC_INT8_MIXED: return MatvecShape{2, 1, 4};
     case ECO_PREC_NF4:
-    case ECO_PREC_NF4_DQ: return MatvecShape{2, 2, 4};
-    default: return MatvecShape{2, 2, 4};
+    case ECO_PREC_NF4_DQ: return MatvecShape{4, 1, 4};
+    default: return MatvecShape{4, 1, 4}; // fp8, hardware conversion
     }
 }
 
@@ -676,7 +678,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->opt = *o;
     s->reference_stack = eco_cuda_reference_stack_requested();
     const char *fp8_mode = getenv("ECO_CUDA_FP8");
-    s->fp8_hw = fp8_mode && !strcmp(fp8_mode, "hw");
+    s->fp8_hw = !(fp8_mode && !strcmp(fp8_mode, "bits"));
     const char *pdl = getenv("ECO_CUDA_PDL"), *fuse = getenv("ECO_CUDA_FUSE");
     s->pdl = !s->reference_stack && !(pdl && !strcmp(pdl, "0"));
     s->fused = !s->reference_stack && !(fuse && !strcmp(fuse, "0"));
@@ -1026,7 +1028,7 @@ void eco_cuda_design(char *buf, size_t cap)
         if (at >= sizeof shapes) break;
     }
     snprintf(buf, cap, "graph%s, %s, e4m3 %s; matvec R.U.S %s", pdl && !strcmp(pdl, "0") ? "" : "+PDL",
-             fuse && !strcmp(fuse, "0") ? "unfused" : "fused RoPE/SwiGLU", fp8 && !strcmp(fp8, "hw") ? "cvt" : "bit-move", shapes);
+             fuse && !strcmp(fuse, "0") ? "unfused" : "fused RoPE/SwiGLU", fp8 && !strcmp(fp8, "bits") ? "bit-move" : "cvt", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -135,24 +135,25 @@ __device__ __forceinline__ float2 e4m3x2_scaled(unsigned v, unsigned sel)
     return __half22float2(*reinterpret_cast<__half2 *>(&h));
 }
 
+// Four independent accumulators per 16-byte chunk: a single chain would serialize the FMAs of a chunk.
 template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf, const float *lut)
 {
-    float acc = 0.f;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     if constexpr (K == W_F16) {
         const __half2 *h = reinterpret_cast<const __half2 *>(&w);
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             float2 f = __half22float2(h[i]);
-            acc = fmaf(f.x, xf[2 * i], acc);
-            acc = fmaf(f.y, xf[2 * i + 1], acc);
+            acc[i] = fmaf(f.x, xf[2 * i], acc[i]);
+            acc[i] = fmaf(f.y, xf[2 * i + 1], acc[i]);
         }
     } else if constexpr (K == W_I8) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             unsigned v = u[i] ^ 0x80808080u;
 #pragma unroll
-            for (int k = 0; k < 4; k++) acc = fmaf(i8_at(v, k), xf[4 * i + k], acc);
+            for (int k = 0; k < 4; k++) acc[k] = fmaf(i8_at(v, k), xf[4 * i + k], acc[k]);
         }
     } else if constexpr (K == W_FP8_HW) { // the hardware e4m3x2 -> f16x2 conversion (sm_89+)
         const __nv_fp8x2_storage_t *p = reinterpret_cast<const __nv_fp8x2_storage_t *>(&w);
@@ -160,28 +161,35 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
         for (int i = 0; i < 8; i++) {
             __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(p[i], __NV_E4M3);
             float2 f = __half22float2(*reinterpret_cast<__half2 *>(&raw));
-            acc = fmaf(f.x, xf[2 * i], acc);
-            acc = fmaf(f.y, xf[2 * i + 1], acc);
+            acc[i & 3] = fmaf(f.x, xf[2 * i], acc[i & 3]);
+            acc[i & 3] = fmaf(f.y, xf[2 * i + 1], acc[i & 3]);
         }
     } else if constexpr (K == W_FP8) {
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             float2 a = e4m3x2_scaled(u[i], 0x1404u), b = e4m3x2_scaled(u[i], 0x3424u);
-            acc = fmaf(a.x, xf[4 * i], acc);
-            acc = fmaf(a.y, xf[4 * i + 1], acc);
-            acc = fmaf(b.x, xf[4 * i + 2], acc);
-            acc = fmaf(b.y, xf[4 * i + 3], acc);
+            acc[0] = fmaf(a.x, xf[4 * i], acc[0]);
+            acc[1] = fmaf(a.y, xf[4 * i + 1], acc[1]);
+            acc[2] = fmaf(b.x, xf[4 * i + 2], acc[2]);
+            acc[3] = fmaf(b.y, xf[4 * i + 3], acc[3]);
         }
     } else if constexpr (K == W_NF4) {
+        // Byte offsets into the fp32 table (index * 4) for the four high and four low nibbles of a word,
+        // two instructions each; one byte permute then picks each offset (the first element is the high nibble).
+        const char *base = reinterpret_cast<const char *>(lut);
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 4; i++) {
+            unsigned hi = (u[i] >> 2) & 0x3C3C3C3Cu, lo = (u[i] << 2) & 0x3C3C3C3Cu;
 #pragma unroll
-            for (int k = 0; k < 4; k++) { // high nibble = first element
-                acc = fmaf(lut[(u[i] >> (8 * k + 4)) & 15u], xf[8 * i + 2 * k], acc);
-                acc = fmaf(lut[(u[i] >> (8 * k)) & 15u], xf[8 * i + 2 * k + 1], acc);
+            for (int k = 0; k < 4; k++) {
+                float a = *reinterpret_cast<const float *>(base + __byte_perm(hi, 0u, 0x4440u + k));
+                float b = *reinterpret_cast<const float *>(base + __byte_perm(lo, 0u, 0x4440u + k));
+                acc[k] = fmaf(a, xf[8 * i + 2 * k], acc[k]);
+                acc[k] = fmaf(b, xf[8 * i + 2 * k + 1], acc[k]);
             }
+        }
     }
-    return acc;
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 // The rows of one work item, in the order the epilogue expects.
