@@ -55,13 +55,14 @@ if has ab; then
 fi
 if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
-    declare -A need=([Qwen2.5-0.5B]=70 [Qwen2.5-1.5B]=80 [Qwen2.5-3B]=90 [Phi-3-mini]=100 [Qwen2.5-7B]=125 [Mistral-7B-v0.3]=125 [Llama-3.1-8B]=135 [Qwen2.5-14B]=180)
+    declare -A need=([Qwen2.5-0.5B]=95 [Qwen2.5-1.5B]=105 [Qwen2.5-3B]=125 [Phi-3-mini]=130 [Qwen2.5-7B]=160 [Mistral-7B-v0.3]=160 [Llama-3.1-8B]=170 [Qwen2.5-14B]=240)
+    if [ "${WINDOW_S:-3}" = 2 ]; then need=([Qwen2.5-0.5B]=65 [Qwen2.5-1.5B]=75 [Qwen2.5-3B]=90 [Phi-3-mini]=85 [Qwen2.5-7B]=125 [Mistral-7B-v0.3]=125 [Llama-3.1-8B]=135 [Qwen2.5-14B]=195); fi
     for m in "$@"; do
         n=${need[$m]:-150}
         if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
         slug=$(echo "$m" | tr 'A-Z' 'a-z')
         log "eco measure $m"
-        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window 3 --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
+        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window ${WINDOW_S:-3} --warmups ${WARMUPS:-2} --quality-tokens ${QUALITY_TOKENS:-128} --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
         log "eco measure $m rc=$?"; tail -12 "$W/measure_$slug.log"
     done
 fi
