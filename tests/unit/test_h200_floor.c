@@ -1,0 +1,81 @@
+/* The committed H200 measurements (data/h200/h200_<model>.energy.json) against physics (shared/research/anchor-kernels.md
+ * §6): no run may decode faster than the H200's datasheet bandwidth allows for the bytes a token must read,
+ * nor spend less energy than streaming those bytes costs at the lowest board power measured while streaming
+ * (420 W at 4.52 TB/s). A result below either floor is a measurement bug, so this test fails on it. */
+#include <dirent.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <string.h>
+
+#include "eco_test.h"
+#include "eco/model.h"
+#include "eco/paths.h"
+#include "eco/quant.h"
+
+#define DATASHEET_BW 4.8e12     /* bytes/s, HBM3e peak */
+#define FLOOR_BW 4.52e12        /* bytes/s, sustained streaming measured in §6 */
+#define FLOOR_STREAM_W 420.0    /* W, lowest board power measured while streaming (§6) */
+
+static int check_file(const char *path)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    assert_non_null(doc);
+    const char *preset = json_string_value(json_object_get(json_object_get(doc, "weights"), "preset"));
+    assert_non_null(preset);
+    const eco_model_config *c = eco_preset_find(preset);
+    assert_non_null(c);
+    json_t *proto = json_object_get(doc, "protocol");
+    int prompt = (int)json_integer_value(json_object_get(proto, "prompt_tokens"));
+    int tokens = (int)json_integer_value(json_object_get(proto, "tokens"));
+    assert_true(tokens > 0);
+    size_t i;
+    json_t *r;
+    int checked = 0;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        const char *pname = json_string_value(json_object_get(r, "precision"));
+        if (strcmp(json_string_value(json_object_get(r, "basis")), "measured")) continue;
+        eco_precision p;
+        assert_int_equal(eco_precision_parse(pname, &p), ECO_OK);
+        /* Fewest bytes a token can read: the context at the first generated token. */
+        double bytes = (double)eco_model_bytes_per_token(c, p, (uint64_t)prompt, false);
+        double tps = json_real_value(json_object_get(r, "tokens_per_s"));
+        double mj = json_real_value(json_object_get(r, "mj_per_token_gross"));
+        double max_tps = DATASHEET_BW / bytes, floor_mj = bytes / FLOOR_BW * FLOOR_STREAM_W * 1e3;
+        print_message("%-14s %-10s %8.1f tok/s (physical max %7.1f)  %8.1f mJ/token (floor %7.1f)\n", preset, pname, tps,
+                      max_tps, mj, floor_mj);
+        assert_true(tps > 0 && tps < max_tps);
+        assert_true(mj > floor_mj);
+        checked++;
+    }
+    json_decref(doc);
+    return checked;
+}
+
+static void test_h200_results_above_the_physical_floor(void **state)
+{
+    (void)state;
+    char readme[1024];
+    assert_true(eco_find_data_file("data/h200/README.md", NULL, readme, sizeof readme));
+    char *dir = dirname(readme);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int files = 0, results = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 12 || strcmp(e->d_name + n - 12, ".energy.json")) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        results += check_file(path);
+        files++;
+    }
+    closedir(d);
+    assert_true(files >= 4);
+    assert_true(results >= 5 * files);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_h200_results_above_the_physical_floor)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
