@@ -93,7 +93,7 @@ static eco_err lookup(const json_t *obj, const char *key, json_t **v)
 
 eco_err eco_json_get_string(const json_t *obj, const char *key, const char **out)
 {
-    json_t *v;
+    json_t *v = NULL;
     eco_err rc = lookup(obj, key, &v);
     if (rc) return rc;
     if (!json_is_string(v))
@@ -104,7 +104,7 @@ eco_err eco_json_get_string(const json_t *obj, const char *key, const char **out
 
 eco_err eco_json_get_number(const json_t *obj, const char *key, double *out)
 {
-    json_t *v;
+    json_t *v = NULL;
     eco_err rc = lookup(obj, key, &v);
     if (rc) return rc;
     if (!json_is_number(v))
@@ -115,7 +115,7 @@ eco_err eco_json_get_number(const json_t *obj, const char *key, double *out)
 
 eco_err eco_json_get_int(const json_t *obj, const char *key, long long *out)
 {
-    json_t *v;
+    json_t *v = NULL;
     eco_err rc = lookup(obj, key, &v);
     if (rc) return rc;
     if (json_is_integer(v)) { *out = json_integer_value(v); return ECO_OK; }
@@ -133,7 +133,7 @@ eco_err eco_json_get_int(const json_t *obj, const char *key, long long *out)
 
 eco_err eco_json_get_bool(const json_t *obj, const char *key, bool *out)
 {
-    json_t *v;
+    json_t *v = NULL;
     eco_err rc = lookup(obj, key, &v);
     if (rc) return rc;
     if (!json_is_boolean(v))

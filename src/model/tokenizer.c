@@ -661,7 +661,7 @@ static eco_err load_pre(eco_tokenizer *tok, json_t *node, const char *path, int 
         return ECO_OK;
     }
     if (strcmp(t, "ByteLevel") == 0) {
-        bool prefix, use_regex;
+        bool prefix = false, use_regex = true;
         if ((err = get_bool(node, "add_prefix_space", path, false, &prefix))) return err;
         if ((err = get_bool(node, "use_regex", path, true, &use_regex))) return err;
         if (prefix)
@@ -683,7 +683,7 @@ static eco_err load_pre(eco_tokenizer *tok, json_t *node, const char *path, int 
         if (!json_is_string(rx) && !json_is_string(lit))
             return eco_fail_field(ECO_EFORMAT, path, "tokenizer.json: %s.pattern must be {\"Regex\": ...} or {\"String\": ...}", path);
         const char *behavior;
-        bool invert;
+        bool invert = false;
         if ((err = get_str(node, "behavior", path, &behavior))) return err;
         if ((err = get_bool(node, "invert", path, false, &invert))) return err;
         if (invert) return eco_fail_field(ECO_EUNSUPPORTED, path, "tokenizer.json: %s: invert=true is not supported", path);
