@@ -229,12 +229,19 @@ void eco_nf4_decode(const eco_qweight *q, uint64_t e0, uint64_t count, float *ou
     }
 }
 
+/* Inputs are checked finite first, so a plain compare replaces fmaxf (a libm call without -ffast-math). */
+static inline float max_abs(float m, float v)
+{
+    float a = fabsf(v);
+    return a > m ? a : m;
+}
+
 static eco_err quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out)
 {
     for (uint64_t r = 0; r < rows; r++) {
         const float *wr = w + r * cols;
         float amax = 0.0f;
-        for (uint64_t c = 0; c < cols; c++) amax = fmaxf(amax, fabsf(wr[c]));
+        for (uint64_t c = 0; c < cols; c++) amax = max_abs(amax, wr[c]);
         if (p == ECO_PREC_FP8) {
             uint8_t *qr = (uint8_t *)out->data + r * cols;
             float s = amax / 448.0f; /* an all-zero row keeps scale 0 and codes 0 instead of 0/0 */
@@ -260,7 +267,7 @@ static eco_err quantize_nf4(const float *w, uint64_t n, bool dq, eco_qweight *ou
     for (uint64_t b = 0; b < nb; b++) {
         uint64_t e0 = b * bs, e1 = e0 + bs < n ? e0 + bs : n;
         float amax = 0.0f;
-        for (uint64_t e = e0; e < e1; e++) amax = fmaxf(amax, fabsf(w[e]));
+        for (uint64_t e = e0; e < e1; e++) amax = max_abs(amax, w[e]);
         absmax[b] = amax;
         /* bitsandbytes multiplies by the fp32 reciprocal; an all-zero block gives 0 * inf = NaN -> code 0,
          * which dequantizes to -1 * 0 = 0 */
