@@ -9,8 +9,10 @@ set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
 W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
 export ECO_SOURCE_DIR=$PWD
-run() { "$L/ld-linux-x86-64.so.2" --library-path "$L:${LD_LIBRARY_PATH:-}:/usr/lib/x86_64-linux-gnu" "$@"; }
+# timed SECONDS PROGRAM ARGS...: a carried binary through the carried loader and libraries, under a time limit.
+timed() { local t=$1; shift; timeout "$t" "$L/ld-linux-x86-64.so.2" --library-path "$L:${LD_LIBRARY_PATH:-}:/usr/lib/x86_64-linux-gnu" "$@"; }
 left() { echo $((DEADLINE - SECONDS)); }
+upto() { local l; l=$(left); echo $((l < $1 ? l : $1)); } # seconds left, at most $1
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 pack() { tar -C "$W" -czf "$OUT/results.tgz" . ; }
 trap pack EXIT
@@ -21,7 +23,7 @@ cat "$W/gpu.csv"
 
 if has test; then
     log "test_cuda_backend"
-    timeout 120 bash -c "$(declare -f run); L=$L; run $B/test_cuda_backend" > "$W/test_cuda_backend.txt" 2>&1
+    timed 120 $B/test_cuda_backend > "$W/test_cuda_backend.txt" 2>&1
     rc=$?; log "test_cuda_backend rc=$rc"; tail -5 "$W/test_cuda_backend.txt"
     grep -E "worst|FAILED|PASSED" "$W/test_cuda_backend.txt" | tail -8
     if [ $rc -ne 0 ]; then
@@ -31,26 +33,26 @@ if has test; then
 fi
 if has matvec; then
     log "bench_matvec"
-    timeout $(( $(left) < 200 ? $(left) : 200 )) bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B}" > "$W/bench_matvec.txt" 2>&1
+    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B} > "$W/bench_matvec.txt" 2>&1
     log "bench_matvec rc=$?"
     grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
     cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
-    timeout 60 bash -c "$(declare -f run); L=$L; run $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits" > "$W/bench_matvec_fp8_bits.txt" 2>&1
+    timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
     grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_bits.txt"
 fi
 if has engine; then
     log "bench_engine"
-    timeout $(( $(left) < 300 ? $(left) : 300 )) bash -c "$(declare -f run); L=$L; run $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B" > "$W/bench_engine.txt" 2>&1
+    timed $(upto 300) $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B > "$W/bench_engine.txt" 2>&1
     log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
 fi
 if has ab; then
     for v in "ECO_CUDA_PDL=0" "ECO_CUDA_FUSE=0" "ECO_CUDA_FP8=bits"; do
         log "bench_engine $v"
-        timeout 70 env $v bash -c "$(declare -f run); L=$L; run $B/bench_engine --models Qwen2.5-7B --precisions fp16,int8,nf4,fp8" > "$W/bench_engine_$v.txt" 2>&1
+        (export "$v"; timed 70 $B/bench_engine --models Qwen2.5-7B --precisions fp16,int8,nf4,fp8) > "$W/bench_engine_$v.txt" 2>&1
         grep Qwen "$W/bench_engine_$v.txt"
     done
     log "bench_engine reference-stack"
-    timeout 70 bash -c "$(declare -f run); L=$L; run $B/bench_engine --reference-stack --models Qwen2.5-7B --precisions fp16,int8-mixed,nf4" > "$W/bench_engine_reference_stack.txt" 2>&1
+    timed 70 $B/bench_engine --reference-stack --models Qwen2.5-7B --precisions fp16,int8-mixed,nf4 > "$W/bench_engine_reference_stack.txt" 2>&1
     grep Qwen "$W/bench_engine_reference_stack.txt"
 fi
 if has measure; then
@@ -62,7 +64,7 @@ if has measure; then
         if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
         slug=$(echo "$m" | tr 'A-Z' 'a-z')
         log "eco measure $m"
-        timeout $(( $(left) - 10 )) bash -c "$(declare -f run); L=$L; run $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window ${WINDOW_S:-3} --warmups ${WARMUPS:-2} --quality-tokens ${QUALITY_TOKENS:-128} --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md" > "$W/measure_$slug.log" 2>&1
+        timed $(( $(left) - 10 )) $B/eco measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window ${WINDOW_S:-3} --warmups ${WARMUPS:-2} --quality-tokens ${QUALITY_TOKENS:-128} --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md > "$W/measure_$slug.log" 2>&1
         log "eco measure $m rc=$?"; tail -12 "$W/measure_$slug.log"
     done
 fi

@@ -472,7 +472,7 @@ bool eco_weights_cached(const eco_weights *w) { return w && w->cache; }
 eco_err eco_weights_borrow(eco_weights *w, eco_weight_kind k, int layer, const float **out, uint64_t *n)
 {
     if (!w->cache) return eco_fail(ECO_EINVAL, "weights: borrowing needs the cache on (eco_weights_cache)");
-    uint64_t rows, cols;
+    uint64_t rows = 0, cols = 0;
     eco_err e = resolve(w, &k, layer, &rows, &cols);
     if (e) return e;
     float **slot = cache_slot(w, k, layer);
@@ -495,7 +495,7 @@ eco_err eco_weights_borrow(eco_weights *w, eco_weight_kind k, int layer, const f
 
 eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
 {
-    uint64_t rows, cols;
+    uint64_t rows = 0, cols = 0;
     eco_err e = resolve(w, &k, layer, &rows, &cols);
     if (e) return e;
     const float *view = NULL;

@@ -47,6 +47,28 @@ struct MatvecShape {
     int rows_per_warp, unroll, max_splits;
 };
 
+// The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
+// created, and by eco_cuda_design for the records.
+struct Design {
+    bool reference_stack, pdl, fused, fp8_hw;
+};
+
+bool env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
+Design requested_design(void)
+{
+    Design d;
+    d.reference_stack = eco_cuda_reference_stack_requested();
+    d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
+    d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
+    d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
+    return d;
+}
+
 struct State {
     eco_model_config cfg;
     eco_engine_options opt;
@@ -193,9 +215,9 @@ void *slice_worker(void *arg)
         const char *why = e ? eco_last_error() : NULL;
         cudaError_t ce = cudaSuccess;
         if (!e) {
-            bool nibbles = q.format == ECO_PREC_NF4;
-            size_t elem = q.format == ECO_PREC_FP16 ? 2 : 1;
-            size_t off = nibbles ? sl.row0 * pool->cols / 2 : sl.row0 * pool->cols * elem;
+            eco_qweight before = q; // the rows ahead of this slice: their bytes are its offset
+            before.rows = sl.row0;
+            size_t off = qweight_data_bytes(&before);
             ce = cudaMemcpy(pool->d_w + off, q.data, qweight_data_bytes(&q), cudaMemcpyHostToDevice);
             if (ce == cudaSuccess && q.row_scale)
                 ce = cudaMemcpy(pool->d_row_scale + sl.row0, q.row_scale, sl.rows * sizeof(float), cudaMemcpyHostToDevice);
@@ -541,16 +563,11 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
-    int r = s->shape.rows_per_warp, u = s->shape.unroll, units;
-    if (out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV) {
-        r = 2;
-        units = d.rows / 2;
-    } else {
-        units = (d.rows + r - 1) / r;
-        if (out.epilogue == EP_ADD) {
-            p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
-            if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
-        }
+    bool paired = out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV; // the epilogue combines two rows
+    int r = paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll, units = item_units(p, r);
+    if (out.epilogue == EP_ADD) {
+        p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
+        if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     }
     MatvecFn fn = pick_matvec(d.format, s->fp8_hw, r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
@@ -676,12 +693,11 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
     s->cfg = *c;
     s->opt = *o;
-    s->reference_stack = eco_cuda_reference_stack_requested();
-    const char *fp8_mode = getenv("ECO_CUDA_FP8");
-    s->fp8_hw = !(fp8_mode && !strcmp(fp8_mode, "bits"));
-    const char *pdl = getenv("ECO_CUDA_PDL"), *fuse = getenv("ECO_CUDA_FUSE");
-    s->pdl = !s->reference_stack && !(pdl && !strcmp(pdl, "0"));
-    s->fused = !s->reference_stack && !(fuse && !strcmp(fuse, "0"));
+    Design design = requested_design();
+    s->reference_stack = design.reference_stack;
+    s->fp8_hw = design.fp8_hw;
+    s->pdl = design.pdl;
+    s->fused = design.fused;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
@@ -1011,8 +1027,8 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
 
 void eco_cuda_design(char *buf, size_t cap)
 {
-    const char *pdl = getenv("ECO_CUDA_PDL"), *fuse = getenv("ECO_CUDA_FUSE"), *fp8 = getenv("ECO_CUDA_FP8");
-    if (reference_stack_flag) {
+    Design d = requested_design();
+    if (d.reference_stack) {
         snprintf(buf, cap, "reference-stack: launches one by one, host sync per LLM.int8() linear, unfused");
         return;
     }
@@ -1027,8 +1043,8 @@ void eco_cuda_design(char *buf, size_t cap)
                                m.max_splits);
         if (at >= sizeof shapes) break;
     }
-    snprintf(buf, cap, "graph%s, %s, e4m3 %s; matvec R.U.S %s", pdl && !strcmp(pdl, "0") ? "" : "+PDL",
-             fuse && !strcmp(fuse, "0") ? "unfused" : "fused RoPE/SwiGLU", fp8 && !strcmp(fp8, "bits") ? "bit-move" : "cvt", shapes);
+    snprintf(buf, cap, "graph%s, %s, e4m3 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "", d.fused ? "fused RoPE/SwiGLU" : "unfused",
+             d.fp8_hw ? "cvt" : "bit-move", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

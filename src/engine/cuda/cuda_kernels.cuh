@@ -208,7 +208,8 @@ template <int R> __device__ __forceinline__ void item_rows(const MatvecParams &p
     }
 }
 
-__device__ __forceinline__ int item_units(const MatvecParams &p, int R)
+// Work items before column slicing; the host sizes the grid with the same function.
+__host__ __device__ __forceinline__ int item_units(const MatvecParams &p, int R)
 {
     if (p.epilogue == EP_SWIGLU) return p.pair_offset;
     if (p.epilogue == EP_ROPE_KV) return p.rows / 2;
