@@ -1,10 +1,16 @@
 #!/bin/bash
 # One device session on the H200, in the order the results are needed: correctness of the CUDA backend
-# against the CPU reference, matvec kernel shapes per format (their winners are exported for the rest of
-# the session), decode speed against the roofline, design A/Bs, then `eco measure` on as many of the given
-# models as the time left allows. Binaries come prebuilt in .device/bin with their libraries in .device/lib.
+# against the CPU reference, decode speed against the roofline, design A/Bs, per-kernel profiles, engine
+# variants side by side, matvec kernel shapes per format (their winners are printed as env lines, not
+# applied), then `eco measure` on as many of the given models as the time left allows. Binaries come
+# prebuilt in .device/bin with their libraries in .device/lib.
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
-#   STAGES: comma list of test,matvec,engine,ab,measure (default all); results go to OUTDIR/results.tgz
+#   STAGES: comma list of test,engine,prev,ab,profile,variants,matvec,measure (default
+#   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
+#   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
+#   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
+#   PROFILE_MODELS x PROFILE_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
+#   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS.
 set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
 W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
@@ -31,19 +37,16 @@ if has test; then
         else log "CUDA backend disagrees with the CPU reference: no measurements"; STAGES=${STAGES//measure/}; fi
     fi
 fi
-if has matvec; then
-    log "bench_matvec"
-    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B} > "$W/bench_matvec.txt" 2>&1
-    log "bench_matvec rc=$?"
-    grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
-    cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
-    timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
-    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_bits.txt"
-fi
 if has engine; then
     log "bench_engine"
     timed $(upto 300) $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B > "$W/bench_engine.txt" 2>&1
     log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
+fi
+if has prev && [ -x .device/bin-prev/bench_engine ]; then
+    # The previous build's engine on the same machine, for ratios measured side by side.
+    log "bench_engine, previous build"
+    timed $(upto 120) .device/bin-prev/bench_engine --models ${PREV_MODELS:-Qwen2.5-0.5B,Qwen2.5-7B} --precisions ${PREV_PRECS:-fp16,int8,nf4,fp8} > "$W/bench_engine_previous_build.txt" 2>&1
+    log "bench_engine previous rc=$?"; grep -E "Qwen|Llama" "$W/bench_engine_previous_build.txt"
 fi
 if has ab; then
     for v in "ECO_CUDA_PDL=0" "ECO_CUDA_FUSE=0" "ECO_CUDA_FP8=bits"; do
@@ -54,6 +57,32 @@ if has ab; then
     log "bench_engine reference-stack"
     timed 70 $B/bench_engine --reference-stack --models Qwen2.5-7B --precisions fp16,int8-mixed,nf4 > "$W/bench_engine_reference_stack.txt" 2>&1
     grep Qwen "$W/bench_engine_reference_stack.txt"
+fi
+vslug() { echo "${1//[^A-Za-z0-9_.,=-]/_}"; }
+if has profile; then
+    IFS=';' read -ra vs <<< "${PROFILE_VARIANTS:-${VARIANTS:--;ECO_CUDA_MATVEC=16,2,8}}"
+    for v in "${vs[@]}"; do
+        log "kernel_profile variant $v"
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 150) $B/kernel_profile --models ${PROFILE_MODELS:-${VARIANT_MODELS:-Qwen2.5-7B}} --precisions ${PROFILE_PRECS:-fp16,int8,int8-mixed,nf4,fp8}) > "$W/kernel_profile_$(vslug "$v").txt" 2>&1
+        log "kernel_profile rc=$?"; grep -E "a token|failed|error" "$W/kernel_profile_$(vslug "$v").txt"
+    done
+fi
+if has variants; then
+    IFS=';' read -ra vs <<< "${VARIANTS:--;ECO_CUDA_MATVEC=16,2,8}"
+    for v in "${vs[@]}"; do
+        log "bench_engine variant $v"
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 150) $B/bench_engine --models ${VARIANT_MODELS:-Qwen2.5-7B} --precisions ${VARIANT_PRECS:-fp16,int8,nf4,fp8}) > "$W/bench_engine_variant_$(vslug "$v").txt" 2>&1
+        grep -E "Qwen|Llama|Mistral|Phi" "$W/bench_engine_variant_$(vslug "$v").txt"
+    done
+fi
+if has matvec; then
+    log "bench_matvec"
+    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8} > "$W/bench_matvec.txt" 2>&1
+    log "bench_matvec rc=$?"
+    grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
+    cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
+    timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
+    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_bits.txt"
 fi
 if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).

@@ -37,6 +37,10 @@ typedef struct eco_backend {
     /* Optional: forward + argmax on the device, returning only the next token id (greedy decoding without
      * moving the logits to the host). NULL: the engine uses forward and eco_argmax. */
     eco_err (*greedy)(void *state, int32_t token, int pos, int32_t *next);
+    /* Optional: n greedy steps from `token` at `pos`, each step's argmax fed to the next on the device, so
+     * the host is not in the loop between tokens; out[i] is the token step i produced. Same tokens as n
+     * calls of greedy. NULL: the engine calls greedy per token. */
+    eco_err (*greedy_run)(void *state, int32_t token, int pos, int n, int32_t *out);
 } eco_backend;
 
 extern const eco_backend eco_backend_cpu;

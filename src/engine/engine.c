@@ -34,7 +34,7 @@ eco_err eco_backend_find(const char *name, const eco_backend **out)
 
 eco_err eco_engine_create(const char *backend_name, eco_weights *w, const eco_engine_options *o, eco_engine **out)
 {
-    const eco_backend *be;
+    const eco_backend *be = NULL;
     eco_err e = eco_backend_find(backend_name, &be);
     if (e) return e;
     eco_engine_options def;
@@ -120,6 +120,15 @@ static eco_err generate_on_device(eco_engine *e, const int32_t *prompt, int n_pr
     t.prefill_tokens = n_prompt;
     t.prefill_s = t1 - t0;
     if (!err) out[t.generated++] = next;
+    if (!err && e->be->greedy_run && n_new > 1) {
+        /* the whole decode on the device: one host round trip for n_new - 1 tokens */
+        int n = n_new - 1;
+        if (!(err = e->be->greedy_run(e->state, next, e->pos, n, out + 1))) {
+            e->pos += n;
+            t.decode_forwards = n;
+            t.generated += n;
+        }
+    }
     while (!err && t.generated < n_new) {
         if (!(err = step_greedy(e, out[t.generated - 1], &next))) {
             t.decode_forwards++;

@@ -176,12 +176,73 @@ static void test_reference_stack_mode_same_numbers(void **state)
     eco_cuda_set_reference_stack(false);
 }
 
+/* eco_engine_generate on the GPU replays the token graph with the argmax fed back on the device
+ * (greedy_run): its tokens must be the CPU reference's greedy tokens, up to the first near-tie. */
+static void generate_matches_cpu(eco_precision p, int n_new)
+{
+    eco_model_config c = medium();
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = p;
+    o.kv_f16 = true;
+    o.max_seq = 64;
+    eco_engine *cpu, *gpu;
+    assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
+    const int32_t prompt[4] = {11, 22, 33, 44};
+    int32_t want[64], got[64], again[64];
+    double margin[64];
+    float *l = malloc(sizeof(float) * c.vocab);
+    eco_engine_reset(cpu);
+    for (int i = 0; i < 4; i++) assert_int_equal(eco_engine_step(cpu, prompt[i], l), ECO_OK);
+    for (int i = 0; i < n_new; i++) {
+        want[i] = eco_argmax(l, c.vocab);
+        margin[i] = top2_margin(l, c.vocab);
+        if (i + 1 < n_new) assert_int_equal(eco_engine_step(cpu, want[i], l), ECO_OK);
+    }
+    eco_decode_timing t;
+    assert_int_equal(eco_engine_generate(gpu, prompt, 4, n_new, got, &t), ECO_OK);
+    assert_int_equal(t.generated, n_new);
+    assert_int_equal(t.decode_forwards, n_new - 1);
+    assert_int_equal(eco_engine_position(gpu), 4 + n_new - 1);
+    assert_int_equal(eco_engine_generate(gpu, prompt, 4, n_new, again, NULL), ECO_OK);
+    /* Sequences may part only where the reference's top two logits (nearly) tie; after that they diverge. */
+    int same = 0;
+    while (same < n_new && got[same] == want[same] && again[same] == want[same]) same++;
+    print_message("%-10s generate on the device: %d of %d tokens equal to the CPU reference's\n", eco_precision_name(p), same, n_new);
+    if (same < n_new) assert_true(margin[same] < 1e-3);
+    else assert_int_equal(same, n_new);
+    /* More tokens than the KV cache holds: a clear error, not a write past the cache. */
+    int32_t big[80];
+    assert_int_equal(eco_engine_generate(gpu, prompt, 4, 70, big, NULL), ECO_ETOOBIG);
+    assert_non_null(strstr(eco_last_error(), "KV cache full"));
+    free(l);
+    eco_engine_free(cpu);
+    eco_engine_free(gpu);
+    eco_weights_free(w);
+}
+
+static void test_generate_on_device_same_tokens(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    generate_matches_cpu(ECO_PREC_FP16, 40);
+    generate_matches_cpu(ECO_PREC_NF4, 40);
+    generate_matches_cpu(ECO_PREC_INT8_MIXED, 32);
+    eco_cuda_set_reference_stack(true); /* steps through the host, same tokens */
+    generate_matches_cpu(ECO_PREC_INT8_MIXED, 32);
+    eco_cuda_set_reference_stack(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
+        cmocka_unit_test(test_generate_on_device_same_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

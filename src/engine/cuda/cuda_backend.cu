@@ -27,7 +27,7 @@ using namespace eco_cuda;
 namespace {
 
 constexpr int kMaxOutliers = 1024;
-constexpr int kQuantThreads = 16;
+constexpr int kLoadThreads = 16; // host threads quantizing and uploading a linear's row slices
 
 struct Linear {
     DeviceLinear d;
@@ -91,7 +91,11 @@ struct State {
     float *x_absmax;
     int *outliers, *n_outliers;
     int *d_token, *d_pos, *d_next;
+    int *d_history;  // [max_seq]: the token each position's step produced (greedy_run reads it back)
+    float *part_v;   // argmax: per-block winners
+    int *part_i, argmax_parts;
     int *h_io;       // pinned: token, pos, next
+    int *h_history;  // pinned [max_seq]
     float *h_logits; // pinned
     cudaStream_t stream;
     cudaGraphExec_t graph;
@@ -241,7 +245,7 @@ void *slice_worker(void *arg)
 int loader_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > kQuantThreads ? kQuantThreads : (int)n;
+    return n < 1 ? 1 : n > kLoadThreads ? kLoadThreads : (int)n;
 }
 
 eco_err check_shape(const eco_model_config *c, eco_precision p, const eco_quant_options *o, uint64_t cols, const char *what)
@@ -367,7 +371,7 @@ eco_err load_linear(State *s, eco_weights *w, const eco_weight_kind *kinds, int 
         row0 += f.rows[i];
     }
     pthread_mutex_init(&pool.lock, NULL);
-    pthread_t th[kQuantThreads];
+    pthread_t th[kLoadThreads];
     int started = 0;
     for (int t = 0; t < threads && t < pool.n_slices; t++, started++)
         if (pthread_create(&th[t], NULL, slice_worker, &pool)) break;
@@ -609,7 +613,7 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)L.attn_norm, s->xn,
+        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.attn_norm, s->xn,
                         c.hidden, eps)))
             return e;
         if (s->fused) {
@@ -625,12 +629,12 @@ eco_err enqueue_token(State *s)
                             L.v_cache, c.heads, c.kv_heads, c.head_dim)))
                 return e;
         }
-        if ((e = launch(s, true, attention, dim3(c.heads), dim3(256), s->attn_smem, (const float *)s->qkv,
+        if ((e = launch(s, true, attention, dim3(c.heads), dim3(kAttnThreads), s->attn_smem, (const float *)s->qkv,
                         (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
                         c.kv_heads, c.head_dim, window)))
             return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
+        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
                         c.hidden, eps)))
             return e;
         if (s->fused) {
@@ -645,12 +649,18 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    if ((e = launch(s, true, rmsnorm, dim3(1), dim3(1024), 0, (const float *)s->x, (const float *)s->final_norm, s->xn,
+    if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)s->final_norm, s->xn,
                     c.hidden, eps)))
         return e;
     if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
-    return launch(s, true, argmax, dim3(1), dim3(1024), 0, (const float *)s->logits, c.vocab, s->d_next);
+    if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
+                    s->part_v, s->part_i)))
+        return e;
+    return launch(s, true, argmax_final, dim3(1), dim3(256), 0, (const float *)s->part_v, (const int *)s->part_i,
+                  s->argmax_parts, s->d_next, s->d_token, s->d_pos, s->d_history);
 }
+
+eco_err replay_token(State *s);
 
 eco_err run_token(State *s, int32_t token, int pos)
 {
@@ -660,6 +670,12 @@ eco_err run_token(State *s, int32_t token, int pos)
     s->h_io[0] = token;
     s->h_io[1] = pos;
     CK(cudaMemcpyAsync(s->d_token, s->h_io, 2 * sizeof(int), cudaMemcpyHostToDevice, s->stream));
+    return replay_token(s);
+}
+
+// One more token from the device's own token and position (the previous step's argmax advanced them).
+eco_err replay_token(State *s)
+{
     if (s->reference_stack) return enqueue_token(s);
     while (!s->graph_ready) {
         cudaGraph_t g = NULL;
@@ -703,6 +719,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
     *state = s;
     if (shape_for(p, &s->shape)) return ECO_EINVAL;
+    if (c->head_dim > kAttnMaxHeadDim || c->heads % c->kv_heads)
+        return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: head_dim %d (at most %d) with %d heads over %d KV heads", c->head_dim,
+                        kAttnMaxHeadDim, c->heads, c->kv_heads);
     eco_err e;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -778,11 +797,15 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         (e = dalloc(s, &s->xn, (size_t)widest)) || (e = dalloc(s, &s->attn_out, (size_t)q_dim)) ||
         (e = dalloc(s, &s->act, (size_t)c->intermediate)) || (e = dalloc(s, &s->xq, (size_t)widest)) ||
         (e = dalloc(s, &s->x_absmax, 1)) || (e = dalloc(s, &s->outliers, kMaxOutliers)) ||
-        (e = dalloc(s, &s->n_outliers, 1)) || (e = dalloc(s, &s->d_token, 3)))
+        (e = dalloc(s, &s->n_outliers, 1)) || (e = dalloc(s, &s->d_token, 3)) ||
+        (e = dalloc(s, &s->d_history, (size_t)s->opt.max_seq)))
         return e;
+    s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
+    if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
     s->d_pos = s->d_token + 1;
     s->d_next = s->d_token + 2;
     CK(cudaMallocHost((void **)&s->h_io, 4 * sizeof(int)));
+    CK(cudaMallocHost((void **)&s->h_history, (size_t)s->opt.max_seq * sizeof(int)));
     CK(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab * sizeof(float)));
     s->attn_smem = (size_t)s->opt.max_seq * sizeof(float);
     if (s->attn_smem > 48 * 1024) CK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s->attn_smem));
@@ -798,6 +821,32 @@ eco_err cuda_forward(void *state, int32_t token, int pos, float *logits)
     CK(cudaMemcpyAsync(s->h_logits, s->logits, (size_t)s->cfg.vocab * sizeof(float), cudaMemcpyDeviceToHost, s->stream));
     CK(cudaStreamSynchronize(s->stream));
     memcpy(logits, s->h_logits, (size_t)s->cfg.vocab * sizeof(float));
+    return ECO_OK;
+}
+
+// Greedy decoding of n tokens without the host between them: the token graph is replayed n times on the
+// stream and only the history of produced tokens is copied back. (The reference stack, like HF generate,
+// returns to the host every token, so that mode steps through the host.)
+eco_err cuda_greedy_run(void *state, int32_t token, int pos, int n, int32_t *out)
+{
+    State *s = (State *)state;
+    if (n <= 0) return ECO_OK;
+    if (pos < 0 || pos + n > s->opt.max_seq)
+        return eco_fail(ECO_ETOOBIG, "KV cache full: positions %d..%d asked, %d held", pos, pos + n - 1, s->opt.max_seq);
+    eco_err e = run_token(s, token, pos);
+    for (int i = 1; i < n && !e; i++) {
+        if (s->reference_stack) {
+            CK(cudaMemcpyAsync(&s->h_io[2], s->d_next, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+            CK(cudaStreamSynchronize(s->stream));
+            e = run_token(s, s->h_io[2], pos + i);
+        } else {
+            e = replay_token(s);
+        }
+    }
+    if (e) return e;
+    CK(cudaMemcpyAsync(s->h_history, s->d_history + pos, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    memcpy(out, s->h_history, (size_t)n * sizeof(int));
     return ECO_OK;
 }
 
@@ -829,9 +878,10 @@ void cuda_destroy(void *state)
     free(s->layers);
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
-                    s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token};
+                    s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
+    cudaFreeHost(s->h_history);
     cudaFreeHost(s->h_logits);
     if (s->stream) cudaStreamDestroy(s->stream);
     free(s);
@@ -844,7 +894,7 @@ uint64_t cuda_resident_bytes(const void *state) { return ((const State *)state)-
 extern "C" {
 
 const eco_backend eco_backend_cuda = {"cuda", cuda_create, cuda_forward, cuda_reset, cuda_destroy, cuda_resident_bytes,
-                                      eco_cuda_greedy_step};
+                                      eco_cuda_greedy_step, cuda_greedy_run};
 
 static bool reference_stack_flag;
 void eco_cuda_set_reference_stack(bool on) { reference_stack_flag = on; }
@@ -1029,7 +1079,7 @@ void eco_cuda_design(char *buf, size_t cap)
 {
     Design d = requested_design();
     if (d.reference_stack) {
-        snprintf(buf, cap, "reference-stack: launches one by one, host sync per LLM.int8() linear, unfused");
+        snprintf(buf, cap, "reference-stack: launches one by one, host sync per LLM.int8() linear and per token, unfused");
         return;
     }
     char shapes[96] = "";
@@ -1043,8 +1093,8 @@ void eco_cuda_design(char *buf, size_t cap)
                                m.max_splits);
         if (at >= sizeof shapes) break;
     }
-    snprintf(buf, cap, "graph%s, %s, e4m3 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "", d.fused ? "fused RoPE/SwiGLU" : "unfused",
-             d.fp8_hw ? "cvt" : "bit-move", shapes);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, e4m3 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "",
+             d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -451,26 +451,38 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < hidden; i += gridDim.x * blockDim.x) x[i] = __half2float(row[i]);
 }
 
-// out = fp16(x * rsqrt(mean(x^2) + eps) * weight), one block.
-__global__ void rmsnorm(const float *__restrict__ x, const float *__restrict__ weight, __half *__restrict__ out, int n,
-                        float eps)
+// out = fp16(x * rsqrt(mean(x^2) + eps) * weight), one block. It sits between two matvecs on the critical
+// path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums).
+constexpr int kNormThreads = 256;
+
+__global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict__ x, const float *__restrict__ weight,
+                                                        __half *__restrict__ out, int n, float eps)
 {
     grid_dependents_launch();
     grid_dependency_wait();
-    __shared__ float red[32];
+    __shared__ float red[kNormThreads / kWarp];
+    const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
+    int n4 = n / 4;
     float s = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i] * x[i];
-    s = warp_sum(s);
-    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        float v = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
-        v = warp_sum(v);
-        if (threadIdx.x == 0) red[0] = v;
+    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
+        float4 v = x4[i];
+        s += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
     }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) s += x[i] * x[i];
+    s = warp_sum(s);
+    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
     __syncthreads();
-    float r = rsqrtf(red[0] / n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = __float2half(x[i] * r * weight[i]);
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < kNormThreads / kWarp; w++) total += red[w];
+    float r = rsqrtf(total / n + eps);
+    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
+        float4 v = x4[i], g = w4[i];
+        __half2 lo = __floats2half2_rn(v.x * r * g.x, v.y * r * g.y), hi = __floats2half2_rn(v.z * r * g.z, v.w * r * g.w);
+        uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+        reinterpret_cast<uint2 *>(out)[i] = packed;
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) out[i] = __float2half(x[i] * r * weight[i]);
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
@@ -507,8 +519,14 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
 }
 
 // One block per query head: scores over positions [start, pos], softmax, weighted sum of V. Output fp16
-// (it feeds o_proj). Scores live in dynamic shared memory (max_seq floats).
-__global__ void attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
+// (it feeds o_proj). Scores live in dynamic shared memory (max_seq floats). Latency-bound at batch 1, so
+// every phase keeps independent loads in flight: a warp scores four positions a pass, and the V sum is
+// split over the warps by position (each lane owns head dims) and added in shared memory, instead of one
+// thread walking all positions for its dim.
+constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / kWarp, kAttnMaxHeadDim = 256;
+constexpr int kAttnDimsPerLane = kAttnMaxHeadDim / kWarp;
+
+__global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window)
 {
@@ -516,18 +534,36 @@ __global__ void attention(const float *__restrict__ qkv, const __half *__restric
     grid_dependency_wait();
     extern __shared__ float scores[];
     __shared__ float red[32];
+    __shared__ float vpart[kAttnWarps][kAttnMaxHeadDim];
     int h = blockIdx.x, pos = *pos_ptr;
     int kvh = h / (heads / kv_heads), kv_dim = kv_heads * head_dim;
     int start = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
     const float *q = qkv + h * head_dim;
+    const __half *kbase = k_cache + kvh * head_dim, *vbase = v_cache + kvh * head_dim;
     float scale = rsqrtf((float)head_dim);
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    for (int t = start + warp; t <= pos; t += warps) {
-        const __half *k = k_cache + (size_t)t * kv_dim + kvh * head_dim;
-        float s = 0.f;
-        for (int d = lane; d < head_dim; d += 32) s += q[d] * __half2float(k[d]);
-        s = warp_sum(s);
-        if (lane == 0) scores[t - start] = s * scale;
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    float qr[kAttnDimsPerLane];
+#pragma unroll
+    for (int i = 0; i < kAttnDimsPerLane; i++) {
+        int d = lane + kWarp * i;
+        qr[i] = d < head_dim ? q[d] : 0.f;
+    }
+    for (int t0 = start + 4 * warp; t0 <= pos; t0 += 4 * kAttnWarps) {
+        float sc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (t0 + j > pos) break;
+            const __half *k = kbase + (size_t)(t0 + j) * kv_dim;
+#pragma unroll
+            for (int i = 0; i < kAttnDimsPerLane; i++) {
+                int d = lane + kWarp * i;
+                if (d < head_dim) sc[j] = fmaf(qr[i], __half2float(k[d]), sc[j]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++) sc[j] = warp_sum(sc[j]);
+        if (lane == 0)
+            for (int j = 0; j < 4 && t0 + j <= pos; j++) scores[t0 + j - start] = sc[j] * scale;
     }
     __syncthreads();
     int n = pos + 1 - start;
@@ -538,7 +574,7 @@ __global__ void attention(const float *__restrict__ qkv, const __half *__restric
     if (lane == 0) red[warp] = m;
     __syncthreads();
     m = -INFINITY;
-    for (int i = 0; i < warps; i++) m = fmaxf(m, red[i]);
+    for (int i = 0; i < kAttnWarps; i++) m = fmaxf(m, red[i]);
     __syncthreads();
     float sum = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -550,12 +586,32 @@ __global__ void attention(const float *__restrict__ qkv, const __half *__restric
     if (lane == 0) red[warp] = sum;
     __syncthreads();
     sum = 0.f;
-    for (int i = 0; i < warps; i++) sum += red[i];
+    for (int i = 0; i < kAttnWarps; i++) sum += red[i];
+    float acc[kAttnDimsPerLane];
+#pragma unroll
+    for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] = 0.f;
+#pragma unroll 4
+    for (int t = start + warp; t <= pos; t += kAttnWarps) {
+        float pt = scores[t - start];
+        const __half *v = vbase + (size_t)t * kv_dim;
+#pragma unroll
+        for (int i = 0; i < kAttnDimsPerLane; i++) {
+            int d = lane + kWarp * i;
+            if (d < head_dim) acc[i] = fmaf(pt, __half2float(v[d]), acc[i]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < kAttnDimsPerLane; i++) {
+        int d = lane + kWarp * i;
+        if (d < head_dim) vpart[warp][d] = acc[i];
+    }
+    __syncthreads();
     float inv = 1.f / sum;
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float acc = 0.f;
-        for (int t = 0; t < n; t++) acc += scores[t] * __half2float(v_cache[(size_t)(t + start) * kv_dim + kvh * head_dim + d]);
-        out[h * head_dim + d] = __float2half(acc * inv);
+        float a = 0.f;
+#pragma unroll
+        for (int w = 0; w < kAttnWarps; w++) a += vpart[w][d];
+        out[h * head_dim + d] = __float2half(a * inv);
     }
 }
 
@@ -571,30 +627,56 @@ __global__ void swiglu(const float *__restrict__ gate_up, __half *__restrict__ o
 }
 
 // Greedy sampling on the device: index of the largest logit, ties to the lowest index (torch.argmax).
-__global__ void argmax(const float *__restrict__ logits, int n, int *__restrict__ out)
+// Two kernels, because one block scanning a 150k vocabulary is latency-bound (~35 us on the H200, ~1%
+// of a 7B token): many blocks reduce slices, one block reduces their winners.
+__device__ __forceinline__ void better(float &v, int &i, float ov, int oi)
+{
+    if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
+}
+
+// Block-wide (value, index) winner of this thread's candidates; valid in thread 0.
+__device__ __forceinline__ void block_best(float &v, int &idx)
+{
+    __shared__ float best_v[32];
+    __shared__ int best_i[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) better(v, idx, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, idx, o));
+    if (threadIdx.x % 32 == 0) { best_v[threadIdx.x / 32] = v; best_i[threadIdx.x / 32] = idx; }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < (int)blockDim.x / 32; w++) better(v, idx, best_v[w], best_i[w]);
+}
+
+__global__ void argmax_partial(const float *__restrict__ logits, int n, float *__restrict__ part_v, int *__restrict__ part_i)
 {
     grid_dependents_launch();
     grid_dependency_wait();
-    __shared__ float best_v[32];
-    __shared__ int best_i[32];
     float v = -INFINITY;
     int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float l = logits[i];
-        if (l > v || (l == v && i < idx)) { v = l; idx = i; }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, v, o);
-        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        if (ov > v || (ov == v && oi < idx)) { v = ov; idx = oi; }
-    }
-    if (threadIdx.x % 32 == 0) { best_v[threadIdx.x / 32] = v; best_i[threadIdx.x / 32] = idx; }
-    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) better(v, idx, logits[i], i);
+    block_best(v, idx);
+    if (threadIdx.x == 0) { part_v[blockIdx.x] = v; part_i[blockIdx.x] = idx; }
+}
+
+// The winner goes to *next, and it becomes the next step's input: *token = winner, history[*pos] = winner,
+// *pos + 1, so a later replay of the token graph decodes the following position without the host
+// (eco_cuda greedy_run). A host step overwrites token and pos before its replay.
+__global__ void argmax_final(const float *__restrict__ part_v, const int *__restrict__ part_i, int parts,
+                             int *__restrict__ next, int *__restrict__ token, int *__restrict__ pos, int *__restrict__ history)
+{
+    grid_dependents_launch();
+    grid_dependency_wait();
+    float v = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < parts; i += blockDim.x) better(v, idx, part_v[i], part_i[i]);
+    block_best(v, idx);
     if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)blockDim.x / 32; w++)
-            if (best_v[w] > v || (best_v[w] == v && best_i[w] < idx)) { v = best_v[w]; idx = best_i[w]; }
-        *out = idx;
+        if (idx == 0x7fffffff) idx = 0; // every logit NaN: index 0, as a strict '>' scan from 0 gives
+        int p = *pos;
+        *next = idx;
+        *token = idx;
+        history[p] = idx;
+        *pos = p + 1;
     }
 }
 

@@ -1,0 +1,200 @@
+/* Where a decoded token's time goes on the GPU: every kernel of the CUDA backend's token graph, recorded
+ * by CUPTI's activity API (device timestamps, graph replays included), grouped by its role in the token
+ * (norm, qkv, attention, o, gate_up, down, lm_head, ...). With dependent launch kernels overlap, so
+ * besides each role's summed duration it reports its share of the critical path: the time by which a
+ * kernel's end extends past the end of everything before it. Those shares add up to the token's time.
+ * A development tool, built only where CUPTI is installed (never by CI's tests).
+ * usage: kernel_profile [--models A,B] [--precisions fp16,...] [--tokens N] */
+#include <cupti_activity.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eco/engine.h"
+#include "eco/model.h"
+
+typedef struct {
+    uint64_t start, end;
+    const char *name; /* CUPTI-owned, valid until the buffer is freed: copied into role on arrival */
+    char role[24];
+} KernelSpan;
+
+static KernelSpan *g_spans;
+static size_t g_n, g_cap;
+
+#define CUPTI_OK(call)                                                                  \
+    do {                                                                                \
+        CUptiResult r_ = (call);                                                        \
+        if (r_ != CUPTI_SUCCESS) {                                                      \
+            const char *m_ = "?";                                                       \
+            cuptiGetResultString(r_, &m_);                                              \
+            fprintf(stderr, "kernel_profile: %s: %s\n", #call, m_);                     \
+            exit(1);                                                                    \
+        }                                                                               \
+    } while (0)
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *size = (size_t)8 << 20;
+    *buffer = aligned_alloc(8, *size);
+    *max_records = 0;
+}
+
+/* The kernel's family from its (mangled) name; matvecs get their role from their order in the token. */
+static const char *family(const char *name)
+{
+    static const char *known[] = {"quantize_activations", "matvec", "rmsnorm", "attention", "embed", "argmax", "rope_kv", "swiglu"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strstr(name, known[i])) return known[i];
+    return "other";
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    CUpti_Activity *rec = NULL;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+        if (g_n == g_cap) {
+            g_cap = g_cap ? 2 * g_cap : 65536;
+            g_spans = realloc(g_spans, g_cap * sizeof *g_spans);
+            if (!g_spans) { fprintf(stderr, "kernel_profile: out of memory\n"); exit(1); }
+        }
+        KernelSpan *s = &g_spans[g_n++];
+        s->start = k->start;
+        s->end = k->end;
+        s->name = NULL;
+        snprintf(s->role, sizeof s->role, "%s", family(k->name));
+    }
+    free(buffer);
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const KernelSpan *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+#define MAX_ROLES 16
+typedef struct {
+    char name[24];
+    double sum_us, critical_us;
+    long count;
+} Role;
+
+static Role *role_of(Role *roles, int *n, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(roles[i].name, name)) return &roles[i];
+    if (*n == MAX_ROLES) return &roles[MAX_ROLES - 1];
+    Role *r = &roles[(*n)++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    return r;
+}
+
+/* Roles within one token: the i-th matvec of a layer is qkv, o, gate_up, down; the last one is lm_head.
+ * The i-th rmsnorm of a layer is attn or mlp; the last is the final norm. */
+static void assign_roles(KernelSpan *s, size_t n, int layers)
+{
+    int mv = 0, nrm = 0;
+    static const char *mv_roles[] = {"qkv", "o", "gate_up", "down"};
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(s[i].role, "embed")) { mv = 0; nrm = 0; continue; }
+        if (!strcmp(s[i].role, "matvec")) {
+            snprintf(s[i].role, sizeof s[i].role, "%s", mv / 4 >= layers ? "lm_head" : mv_roles[mv % 4]);
+            mv++;
+        } else if (!strcmp(s[i].role, "rmsnorm")) {
+            snprintf(s[i].role, sizeof s[i].role, "%s", nrm / 2 >= layers ? "final_norm" : nrm % 2 ? "mlp_norm" : "attn_norm");
+            nrm++;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *models = "Qwen2.5-7B", *precs = "fp16,int8,int8-mixed,nf4,fp8";
+    int tokens = 64, prompt = 8;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
+        else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) precs = argv[++i];
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = atoi(argv[++i]);
+        else { fprintf(stderr, "kernel_profile: unknown argument %s\n", argv[i]); return 2; }
+    }
+    if (tokens < 4) tokens = 4;
+    CUPTI_OK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    /* On before any graph exists: kernels of graphs instantiated while tracing was off may go unrecorded. */
+    CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    printf("per decoded token (batch 1, greedy, %d-token prompt, %d tokens traced after 16 untraced); us = microseconds\n"
+           "sum: the role's kernel durations added; critical: its share of the token's time (overlap removed)\n", prompt, tokens);
+    char mbuf[256];
+    snprintf(mbuf, sizeof mbuf, "%s", models);
+    for (char *ms = NULL, *mname = strtok_r(mbuf, ",", &ms); mname; mname = strtok_r(NULL, ",", &ms)) {
+        const eco_model_config *c = eco_preset_find(mname);
+        if (!c) { fprintf(stderr, "kernel_profile: unknown preset %s\n", mname); return 2; }
+        eco_weights *w;
+        if (eco_weights_synthetic(c, 1, &w) || eco_weights_cache(w, true)) { fprintf(stderr, "%s\n", eco_last_error()); return 1; }
+        char pbuf[256];
+        snprintf(pbuf, sizeof pbuf, "%s", precs);
+        for (char *ps = NULL, *pname = strtok_r(pbuf, ",", &ps); pname; pname = strtok_r(NULL, ",", &ps)) {
+            eco_precision p;
+            if (eco_precision_parse(pname, &p)) { fprintf(stderr, "%s\n", eco_last_error()); return 2; }
+            eco_engine_options o;
+            eco_engine_options_default(&o);
+            o.precision = p;
+            o.max_seq = prompt + tokens + 24;
+            eco_engine *e;
+            if (eco_engine_create("cuda", w, &o, &e)) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); continue; }
+            int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)tokens);
+            eco_decode_timing t;
+            eco_engine_generate(e, in, prompt, 16, out, &t); /* graph built, clocks up: traced, then dropped */
+            CUPTI_OK(cuptiActivityFlushAll(1));
+            g_n = 0;
+            eco_err err = eco_engine_generate(e, in, prompt, tokens, out, &t);
+            CUPTI_OK(cuptiActivityFlushAll(1));
+            free(out);
+            eco_engine_free(e);
+            if (err) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); continue; }
+            qsort(g_spans, g_n, sizeof *g_spans, by_start);
+            /* Decode tokens only: from the first embed after the prompt's. */
+            size_t first = 0;
+            int embeds = 0;
+            for (size_t i = 0; i < g_n; i++)
+                if (!strcmp(g_spans[i].role, "embed") && ++embeds == prompt + 1) first = i;
+            if (embeds <= prompt) { printf("%s %s: %d token starts traced, too few\n", c->name, pname, embeds); continue; }
+            KernelSpan *s = g_spans + first;
+            size_t n = g_n - first;
+            assign_roles(s, n, c->layers);
+            Role roles[MAX_ROLES];
+            int nr = 0;
+            uint64_t horizon = s[0].start;
+            for (size_t i = 0; i < n; i++) {
+                Role *r = role_of(roles, &nr, s[i].role);
+                r->count++;
+                r->sum_us += (double)(s[i].end - s[i].start) / 1e3;
+                uint64_t from = s[i].start > horizon ? s[i].start : horizon;
+                if (s[i].end > from) r->critical_us += (double)(s[i].end - from) / 1e3;
+                if (s[i].end > horizon) horizon = s[i].end;
+            }
+            int decoded = embeds - prompt; /* tokens whose kernels were traced after the prompt */
+            double wall_us = (double)(horizon - s[0].start) / 1e3 / decoded;
+            double busy = 0;
+            for (int i = 0; i < nr; i++) busy += roles[i].critical_us;
+            printf("\n%s %s: %.1f us a token (%d tokens), kernels busy %.1f us, idle gaps %.1f us\n", c->name, pname, wall_us,
+                   decoded, busy / decoded, wall_us - busy / decoded);
+            printf("  %-14s %8s %10s %10s %12s %7s\n", "role", "per tok", "us each", "sum us", "critical us", "share");
+            for (int i = 0; i < nr; i++)
+                printf("  %-14s %8.1f %10.2f %10.1f %12.1f %6.1f%%\n", roles[i].name, (double)roles[i].count / decoded,
+                       roles[i].sum_us / roles[i].count, roles[i].sum_us / decoded, roles[i].critical_us / decoded,
+                       100.0 * roles[i].critical_us / decoded / wall_us);
+            fflush(stdout);
+        }
+        eco_weights_free(w);
+    }
+    CUPTI_OK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    free(g_spans);
+    return 0;
+}
