@@ -565,7 +565,7 @@ static eco_err load_added(eco_tokenizer *tok, json_t *arr)
         snprintf(idpath, sizeof idpath, "%s.id", path);
         if (!id) return eco_fail_field(ECO_EFORMAT, idpath, "tokenizer.json: missing %s", idpath);
         if ((err = get_id(id, idpath, &a->id))) return err;
-        bool single_word;
+        bool single_word = false;
         if ((err = get_bool(t, "special", path, false, &a->special))) return err;
         if ((err = get_bool(t, "lstrip", path, false, &a->lstrip))) return err;
         if ((err = get_bool(t, "rstrip", path, false, &a->rstrip))) return err;

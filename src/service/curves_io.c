@@ -252,7 +252,7 @@ eco_err eco_curves_from_json(const json_t *doc, eco_curve_set *set)
     double d;
     TRY(get_num(prov, "records", false, &d, "provenance"));
     set->n_records = d > 0 ? (size_t)d : 0;
-    json_t *curves, *fp16;
+    json_t *curves = NULL, *fp16 = NULL;
     TRY(get_arr(doc, "curves", ECO_FIT_MAX_CURVES, &curves, "$"));
     for (size_t i = 0; i < json_array_size(curves); i++) {
         char w[32];

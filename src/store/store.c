@@ -382,7 +382,7 @@ eco_err store_upsert_record(eco_store *s, const eco_record *r, const store_recor
 
 eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted)
 {
-    store_upsert res;
+    store_upsert res = STORE_INSERTED;
     store_record_meta meta = {0};
     eco_err e = store_upsert_record(s, r, &meta, &res, NULL);
     if (inserted) *inserted = !e && res == STORE_INSERTED;
