@@ -39,7 +39,7 @@ if has test; then
 fi
 if has engine; then
     log "bench_engine"
-    timed $(upto 300) $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B > "$W/bench_engine.txt" 2>&1
+    timed $(upto 360) $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B > "$W/bench_engine.txt" 2>&1
     log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
 fi
 if has prev && [ -x .device/bin-prev/bench_engine ]; then
