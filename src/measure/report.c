@@ -177,6 +177,8 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
     }
     fprintf(f, "- Host: %s, %s, %lld cores\n", str(host, "cpu", "?"), str(host, "os", "?"),
             (long long)json_integer_value(json_object_get(host, "cpu_cores")));
+    /* The kernel design changes speed and energy as much as a format can; a reader comparing runs needs it. */
+    if (json_is_string(json_object_get(sw, "engine_design"))) fprintf(f, "- Engine design: %s\n", str(sw, "engine_design", "?"));
     fputs("\n## Flags and notes\n\n- Flags: ", f);
     flags_line(f, json_object_get(doc, "flags"));
     fputc('\n', f);
