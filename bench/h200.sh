@@ -77,7 +77,7 @@ if has variants; then
 fi
 if has matvec; then
     log "bench_matvec"
-    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Qwen2.5-14B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8} > "$W/bench_matvec.txt" 2>&1
+    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8} > "$W/bench_matvec.txt" 2>&1
     log "bench_matvec rc=$?"
     grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
     cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
