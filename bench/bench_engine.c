@@ -10,6 +10,7 @@
 #include "eco/cuda.h"
 #include "eco/engine.h"
 #include "eco/model.h"
+#include "model_sweep.h"
 
 static double now_s(void)
 {
@@ -37,6 +38,55 @@ static double cpu_bandwidth_gbps(double seconds)
     free(buf);
     (void)sink;
     return gbps;
+}
+
+#define WARMUP_TOKENS 16 /* decoded before the timed run: graph captured, clocks up */
+
+struct engine_bench {
+    const char *backend;
+    double bw;
+    int tokens, prompt;
+    const eco_model_config *model; /* the model fp16_tps belongs to */
+    double fp16_tps;
+};
+
+/* One model x precision: load, warm up, decode `tokens` tokens, print tok/s against the roofline. */
+static int bench_one(const eco_model_config *c, eco_weights *w, eco_precision p, const char *pname, void *ctx)
+{
+    struct engine_bench *b = ctx;
+    if (b->model != c) { b->model = c; b->fp16_tps = 0; }
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = p;
+    int most = b->tokens > WARMUP_TOKENS ? b->tokens : WARMUP_TOKENS; /* tokens one generate call may produce */
+    o.max_seq = b->prompt + most + 8;
+    eco_engine *e;
+    double t_load = now_s();
+    if (eco_engine_create(b->backend, w, &o, &e)) {
+        printf("%-16s %-10s failed: %s\n", c->name, pname, eco_last_error());
+        return 0;
+    }
+    t_load = now_s() - t_load;
+    int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)most);
+    eco_decode_timing warm, t;
+    eco_engine_generate(e, in, b->prompt, WARMUP_TOKENS, out, &warm);
+    if (eco_engine_generate(e, in, b->prompt, b->tokens, out, &t)) {
+        printf("%-16s %-10s failed: %s\n", c->name, pname, eco_last_error());
+        free(out);
+        eco_engine_free(e);
+        return 0;
+    }
+    /* Mean context over the decode: prompt + half the generated tokens. */
+    double bytes = (double)eco_model_bytes_per_token(c, p, (uint64_t)(b->prompt + b->tokens / 2), false);
+    double roof = b->bw * 1e9 / bytes;
+    if (p == ECO_PREC_FP16) b->fp16_tps = t.decode_tok_per_s;
+    printf("%-16s %-10s %10.1f %10.1f %10.1f %7.1f%% %8.2fx   (load %.1f s)\n", c->name, pname, bytes / 1e6,
+           t.decode_tok_per_s, roof, 100.0 * t.decode_tok_per_s / roof, b->fp16_tps > 0 ? t.decode_tok_per_s / b->fp16_tps : 0.0,
+           t_load);
+    fflush(stdout);
+    free(out);
+    eco_engine_free(e);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -72,51 +122,6 @@ int main(int argc, char **argv)
            device, bw, backend, reference_stack ? " (reference-stack mode)" : "", prompt, tokens);
     printf("%-16s %-10s %10s %10s %10s %8s %9s\n", "model", "precision", "MB/token", "tok/s", "roofline", "% roof", "vs fp16");
 
-    char mbuf[512];
-    snprintf(mbuf, sizeof mbuf, "%s", models);
-    for (char *ms = NULL, *mname = strtok_r(mbuf, ",", &ms); mname; mname = strtok_r(NULL, ",", &ms)) {
-        const eco_model_config *c = eco_preset_find(mname);
-        if (!c) { fprintf(stderr, "bench_engine: unknown preset %s\n", mname); return 2; }
-        eco_weights *w;
-        if (eco_weights_synthetic(c, 1, &w) || eco_weights_cache(w, true)) { fprintf(stderr, "%s\n", eco_last_error()); return 1; }
-        double fp16_tps = 0;
-        char pbuf[256];
-        snprintf(pbuf, sizeof pbuf, "%s", precs);
-        for (char *ps = NULL, *pname = strtok_r(pbuf, ",", &ps); pname; pname = strtok_r(NULL, ",", &ps)) {
-            eco_precision p;
-            if (eco_precision_parse(pname, &p)) { fprintf(stderr, "%s\n", eco_last_error()); return 2; }
-            eco_engine_options o;
-            eco_engine_options_default(&o);
-            o.precision = p;
-            o.max_seq = prompt + tokens + 8;
-            eco_engine *e;
-            double t_load = now_s();
-            if (eco_engine_create(backend, w, &o, &e)) {
-                printf("%-16s %-10s failed: %s\n", c->name, pname, eco_last_error());
-                continue;
-            }
-            t_load = now_s() - t_load;
-            int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)tokens);
-            eco_decode_timing warm, t;
-            eco_engine_generate(e, in, prompt, 16, out, &warm);
-            if (eco_engine_generate(e, in, prompt, tokens, out, &t)) {
-                printf("%-16s %-10s failed: %s\n", c->name, pname, eco_last_error());
-                free(out);
-                eco_engine_free(e);
-                continue;
-            }
-            /* Mean context over the decode: prompt + half the generated tokens. */
-            double bytes = (double)eco_model_bytes_per_token(c, p, (uint64_t)(prompt + tokens / 2), false);
-            double roof = bw * 1e9 / bytes;
-            if (p == ECO_PREC_FP16) fp16_tps = t.decode_tok_per_s;
-            printf("%-16s %-10s %10.1f %10.1f %10.1f %7.1f%% %8.2fx   (load %.1f s)\n", c->name, pname, bytes / 1e6,
-                   t.decode_tok_per_s, roof, 100.0 * t.decode_tok_per_s / roof,
-                   fp16_tps > 0 ? t.decode_tok_per_s / fp16_tps : 0.0, t_load);
-            fflush(stdout);
-            free(out);
-            eco_engine_free(e);
-        }
-        eco_weights_free(w);
-    }
-    return 0;
+    struct engine_bench ctx = {.backend = backend, .bw = bw, .tokens = tokens, .prompt = prompt};
+    return eco_model_sweep("bench_engine", models, precs, bench_one, &ctx);
 }

@@ -12,6 +12,7 @@
 
 #include "eco/engine.h"
 #include "eco/model.h"
+#include "model_sweep.h"
 
 typedef struct {
     uint64_t start, end;
@@ -114,6 +115,70 @@ static void assign_roles(KernelSpan *s, size_t n, int layers)
     }
 }
 
+#define WARMUP_TOKENS 16 /* decoded untraced first: graph captured, clocks up */
+
+struct profile_run {
+    int prompt, tokens;
+};
+
+/* One model x precision: decode `tokens` tokens with tracing on and print the per-role table. */
+static int profile_one(const eco_model_config *c, eco_weights *w, eco_precision p, const char *pname, void *ctx)
+{
+    const struct profile_run *run = ctx;
+    int prompt = run->prompt, tokens = run->tokens;
+    int most = tokens > WARMUP_TOKENS ? tokens : WARMUP_TOKENS;
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = p;
+    o.max_seq = prompt + most + 8;
+    eco_engine *e;
+    if (eco_engine_create("cuda", w, &o, &e)) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); return 0; }
+    int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)most);
+    eco_decode_timing t;
+    eco_engine_generate(e, in, prompt, WARMUP_TOKENS, out, &t); /* graph built, clocks up: traced, then dropped */
+    CUPTI_OK(cuptiActivityFlushAll(1));
+    g_n = 0;
+    eco_err err = eco_engine_generate(e, in, prompt, tokens, out, &t);
+    CUPTI_OK(cuptiActivityFlushAll(1));
+    free(out);
+    eco_engine_free(e);
+    if (err) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); return 0; }
+    qsort(g_spans, g_n, sizeof *g_spans, by_start);
+    /* Decode tokens only: from the first embed after the prompt's. */
+    size_t first = 0;
+    int embeds = 0;
+    for (size_t i = 0; i < g_n; i++)
+        if (!strcmp(g_spans[i].role, "embed") && ++embeds == prompt + 1) first = i;
+    if (embeds <= prompt) { printf("%s %s: %d token starts traced, too few\n", c->name, pname, embeds); return 0; }
+    KernelSpan *s = g_spans + first;
+    size_t n = g_n - first;
+    assign_roles(s, n, c->layers);
+    Role roles[MAX_ROLES];
+    int nr = 0;
+    uint64_t horizon = s[0].start;
+    for (size_t i = 0; i < n; i++) {
+        Role *r = role_of(roles, &nr, s[i].role);
+        r->count++;
+        r->sum_us += (double)(s[i].end - s[i].start) / 1e3;
+        uint64_t from = s[i].start > horizon ? s[i].start : horizon;
+        if (s[i].end > from) r->critical_us += (double)(s[i].end - from) / 1e3;
+        if (s[i].end > horizon) horizon = s[i].end;
+    }
+    int decoded = embeds - prompt; /* tokens whose kernels were traced after the prompt */
+    double wall_us = (double)(horizon - s[0].start) / 1e3 / decoded;
+    double busy = 0;
+    for (int i = 0; i < nr; i++) busy += roles[i].critical_us;
+    printf("\n%s %s: %.1f us a token (%d tokens), kernels busy %.1f us, idle gaps %.1f us\n", c->name, pname, wall_us,
+           decoded, busy / decoded, wall_us - busy / decoded);
+    printf("  %-14s %8s %10s %10s %12s %7s\n", "role", "per tok", "us each", "sum us", "critical us", "share");
+    for (int i = 0; i < nr; i++)
+        printf("  %-14s %8.1f %10.2f %10.1f %12.1f %6.1f%%\n", roles[i].name, (double)roles[i].count / decoded,
+               roles[i].sum_us / roles[i].count, roles[i].sum_us / decoded, roles[i].critical_us / decoded,
+               100.0 * roles[i].critical_us / decoded / wall_us);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *models = "Qwen2.5-7B", *precs = "fp16,int8,int8-mixed,nf4,fp8";
@@ -128,73 +193,11 @@ int main(int argc, char **argv)
     CUPTI_OK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
     /* On before any graph exists: kernels of graphs instantiated while tracing was off may go unrecorded. */
     CUPTI_OK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    printf("per decoded token (batch 1, greedy, %d-token prompt, %d tokens traced after 16 untraced); us = microseconds\n"
-           "sum: the role's kernel durations added; critical: its share of the token's time (overlap removed)\n", prompt, tokens);
-    char mbuf[256];
-    snprintf(mbuf, sizeof mbuf, "%s", models);
-    for (char *ms = NULL, *mname = strtok_r(mbuf, ",", &ms); mname; mname = strtok_r(NULL, ",", &ms)) {
-        const eco_model_config *c = eco_preset_find(mname);
-        if (!c) { fprintf(stderr, "kernel_profile: unknown preset %s\n", mname); return 2; }
-        eco_weights *w;
-        if (eco_weights_synthetic(c, 1, &w) || eco_weights_cache(w, true)) { fprintf(stderr, "%s\n", eco_last_error()); return 1; }
-        char pbuf[256];
-        snprintf(pbuf, sizeof pbuf, "%s", precs);
-        for (char *ps = NULL, *pname = strtok_r(pbuf, ",", &ps); pname; pname = strtok_r(NULL, ",", &ps)) {
-            eco_precision p;
-            if (eco_precision_parse(pname, &p)) { fprintf(stderr, "%s\n", eco_last_error()); return 2; }
-            eco_engine_options o;
-            eco_engine_options_default(&o);
-            o.precision = p;
-            o.max_seq = prompt + tokens + 24;
-            eco_engine *e;
-            if (eco_engine_create("cuda", w, &o, &e)) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); continue; }
-            int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)tokens);
-            eco_decode_timing t;
-            eco_engine_generate(e, in, prompt, 16, out, &t); /* graph built, clocks up: traced, then dropped */
-            CUPTI_OK(cuptiActivityFlushAll(1));
-            g_n = 0;
-            eco_err err = eco_engine_generate(e, in, prompt, tokens, out, &t);
-            CUPTI_OK(cuptiActivityFlushAll(1));
-            free(out);
-            eco_engine_free(e);
-            if (err) { printf("%s %s failed: %s\n", c->name, pname, eco_last_error()); continue; }
-            qsort(g_spans, g_n, sizeof *g_spans, by_start);
-            /* Decode tokens only: from the first embed after the prompt's. */
-            size_t first = 0;
-            int embeds = 0;
-            for (size_t i = 0; i < g_n; i++)
-                if (!strcmp(g_spans[i].role, "embed") && ++embeds == prompt + 1) first = i;
-            if (embeds <= prompt) { printf("%s %s: %d token starts traced, too few\n", c->name, pname, embeds); continue; }
-            KernelSpan *s = g_spans + first;
-            size_t n = g_n - first;
-            assign_roles(s, n, c->layers);
-            Role roles[MAX_ROLES];
-            int nr = 0;
-            uint64_t horizon = s[0].start;
-            for (size_t i = 0; i < n; i++) {
-                Role *r = role_of(roles, &nr, s[i].role);
-                r->count++;
-                r->sum_us += (double)(s[i].end - s[i].start) / 1e3;
-                uint64_t from = s[i].start > horizon ? s[i].start : horizon;
-                if (s[i].end > from) r->critical_us += (double)(s[i].end - from) / 1e3;
-                if (s[i].end > horizon) horizon = s[i].end;
-            }
-            int decoded = embeds - prompt; /* tokens whose kernels were traced after the prompt */
-            double wall_us = (double)(horizon - s[0].start) / 1e3 / decoded;
-            double busy = 0;
-            for (int i = 0; i < nr; i++) busy += roles[i].critical_us;
-            printf("\n%s %s: %.1f us a token (%d tokens), kernels busy %.1f us, idle gaps %.1f us\n", c->name, pname, wall_us,
-                   decoded, busy / decoded, wall_us - busy / decoded);
-            printf("  %-14s %8s %10s %10s %12s %7s\n", "role", "per tok", "us each", "sum us", "critical us", "share");
-            for (int i = 0; i < nr; i++)
-                printf("  %-14s %8.1f %10.2f %10.1f %12.1f %6.1f%%\n", roles[i].name, (double)roles[i].count / decoded,
-                       roles[i].sum_us / roles[i].count, roles[i].sum_us / decoded, roles[i].critical_us / decoded,
-                       100.0 * roles[i].critical_us / decoded / wall_us);
-            fflush(stdout);
-        }
-        eco_weights_free(w);
-    }
+    printf("per decoded token (batch 1, greedy, %d-token prompt, %d tokens traced after %d untraced); us = microseconds\n"
+           "sum: the role's kernel durations added; critical: its share of the token's time (overlap removed)\n", prompt, tokens, WARMUP_TOKENS);
+    struct profile_run run = {.prompt = prompt, .tokens = tokens};
+    int rc = eco_model_sweep("kernel_profile", models, precs, profile_one, &run);
     CUPTI_OK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     free(g_spans);
-    return 0;
+    return rc;
 }
