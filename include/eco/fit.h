@@ -274,6 +274,8 @@ typedef struct {
     size_t n_alt;
     int alt[3];
     int closest_infeasible;          /* -1 when something is feasible */
+    size_t n_pareto;                 /* feasible configs no other feasible one beats on both energy and latency, */
+    int pareto[ECO_OPT_MAX_CANDIDATES]; /* by latency ascending (so energy descending) */
     size_t n_feasible;
     bool energy_absolute;            /* false: relative to fp16 batch 1 only */
     double vram_budget_gb;

@@ -84,6 +84,7 @@ int eco_cmd_optimize(int argc, char **argv)
         json_t *v;
         json_array_foreach(json_object_get(r, "alternatives"), i, v) print_cand("alternative", v);
         print_cand("closest", json_object_get(r, "closest_infeasible"));
+        json_array_foreach(json_object_get(r, "pareto_front"), i, v) print_cand("pareto front", v);
         json_array_foreach(json_object_get(r, "rejected"), i, v)
             printf("  rejected     %-10s %s\n", json_string_value(json_object_get(v, "precision")), json_string_value(json_object_get(v, "reason")));
         json_array_foreach(json_object_get(r, "notes"), i, v) printf("  note: %s\n", json_string_value(v));

@@ -148,6 +148,43 @@ static int cmp_cand(const eco_candidate *a, const eco_candidate *b)
     return (a->batch > b->batch) - (a->batch < b->batch);
 }
 
+/* The energy a candidate is ranked by: absolute mJ/token where the arch has an fp16 baseline, else relative. */
+static double cand_energy(const eco_optimize_result *r, const eco_candidate *c)
+{
+    return r->energy_absolute ? c->energy_mj : c->energy_rel_fp16;
+}
+
+/* Front order: latency ascending, then energy ascending. */
+static bool front_before(const eco_optimize_result *r, int a, int b)
+{
+    const eco_candidate *x = &r->cand[a], *y = &r->cand[b];
+    if (x->latency_ms != y->latency_ms) return x->latency_ms < y->latency_ms;
+    return cand_energy(r, x) < cand_energy(r, y);
+}
+
+/* The trade-off a single recommendation hides: every feasible config that no other feasible config matches or
+ * beats on both energy and latency (ties on both keep both). */
+static void pareto_front(eco_optimize_result *r)
+{
+    r->n_pareto = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const eco_candidate *c = &r->cand[i];
+        if (!c->feasible) continue;
+        double ei = cand_energy(r, c);
+        bool dominated = false;
+        for (size_t j = 0; j < r->n && !dominated; j++) {
+            const eco_candidate *o = &r->cand[j];
+            if (j == i || !o->feasible) continue;
+            double ej = cand_energy(r, o);
+            dominated = ej <= ei && o->latency_ms <= c->latency_ms && (ej < ei || o->latency_ms < c->latency_ms);
+        }
+        if (dominated) continue;
+        size_t at = r->n_pareto++; /* insertion: at most ECO_OPT_MAX_CANDIDATES, and no shared state (the server is threaded) */
+        for (; at > 0 && front_before(r, (int)i, r->pareto[at - 1]); at--) r->pareto[at] = r->pareto[at - 1];
+        r->pareto[at] = (int)i;
+    }
+}
+
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *r)
 {
     memset(r, 0, sizeof *r);
@@ -235,13 +272,13 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
 
     double emin = INFINITY, lmin = INFINITY;
     for (size_t i = 0; i < r->n; i++) {
-        double e = r->energy_absolute ? r->cand[i].energy_mj : r->cand[i].energy_rel_fp16;
+        double e = cand_energy(r, &r->cand[i]);
         if (e < emin) emin = e;
         if (r->cand[i].latency_ms < lmin) lmin = r->cand[i].latency_ms;
     }
     for (size_t i = 0; i < r->n; i++) {
         eco_candidate *c = &r->cand[i];
-        double e = r->energy_absolute ? c->energy_mj : c->energy_rel_fp16;
+        double e = cand_energy(r, c);
         c->score = q->objective == ECO_OBJ_ENERGY ? e : q->objective == ECO_OBJ_LATENCY ? c->latency_ms
                                                                                           : sqrt((e / emin) * (c->latency_ms / lmin));
         if (c->feasible) {
@@ -275,6 +312,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             }
         }
     }
+    pareto_front(r);
     return ECO_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "eco/fit.h"
 #include "eco/service.h"
 
 #define DIALECT "https://json-schema.org/draft/2020-12/schema"
@@ -177,6 +178,10 @@ static json_t *optimize_response(void)
                       num_excl(0), "matched", enum_of("card", "architecture", NULL), "source", t("string"), NULL);
     return obj("input", input, "gpu", gpu, "vram_budget_gb", num_excl(0), "energy_absolute", t("boolean"), "recommended",
                nullable(candidate()), "alternatives", json_pack("{s:s, s:o, s:i}", "type", "array", "items", candidate(), "maxItems", 3),
+               "pareto_front",
+               described(json_pack("{s:s, s:o, s:i}", "type", "array", "items", candidate(), "maxItems", ECO_OPT_MAX_CANDIDATES),
+                         "Feasible configurations that no other feasible one matches or beats on both energy and latency (central "
+                         "estimates; each carries its ΔE range and labels), by latency ascending"),
                "rejected", array_of(obj("precision", any_precision(), "reason", t("string"), NULL)), "closest_infeasible",
                nullable(candidate()), "feasible_count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), "candidates_count",
                json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "notes", str_list(), NULL);

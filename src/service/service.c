@@ -330,8 +330,9 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     if (!r) return eco_fail(ECO_ENOMEM, "optimize: out of memory");
     if ((e = eco_optimize_run(svc->set, &q, r))) { free(r); return e; }
 
-    json_t *alts = json_array(), *rejected = json_array();
+    json_t *alts = json_array(), *rejected = json_array(), *front = json_array();
     for (size_t i = 0; i < r->n_alt; i++) json_array_append_new(alts, cand_json(r, r->alt[i]));
+    for (size_t i = 0; i < r->n_pareto; i++) json_array_append_new(front, cand_json(r, r->pareto[i]));
     /* every precision that is neither recommended nor an alternative, with why */
     for (int p = 0; p < ECO_PREC_COUNT; p++) {
         char why[300];
@@ -358,6 +359,7 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     json_object_set_new(out, "energy_absolute", json_boolean(r->energy_absolute));
     json_object_set_new(out, "recommended", cand_json(r, r->best));
     json_object_set_new(out, "alternatives", alts);
+    json_object_set_new(out, "pareto_front", front);
     json_object_set_new(out, "rejected", rejected);
     json_object_set_new(out, "closest_infeasible", cand_json(r, r->closest_infeasible));
     json_object_set_new(out, "feasible_count", json_integer((json_int_t)r->n_feasible));

@@ -106,6 +106,11 @@ test('Your model: the page computes the same numbers as GET /v1/estimate', async
   const got = JSON.parse(await page.textContent('#est-json'));
   const want = await apiEstimate({ gpu: 'T4', model: 'Qwen2.5-3B', precision: 'nf4', batch: '1', ctx: '2048' });
   assert.deepEqual(diffJson(got, want, 1e-9), []);
+  // the optimizer's energy-latency front, one row per configuration the API lists
+  const opt = await (await fetch(`${srv.base}/v1/optimize?gpu=T4&model=Qwen2.5-3B&ctx=2048&objective=energy`)).json();
+  assert.ok(opt.pareto_front.length > 1, 'a front with more than one configuration for this query');
+  assert.equal(await page.locator('#opt-pareto tbody tr').count(), opt.pareto_front.length);
+  assert.equal(await page.locator('#opt-pareto tbody tr').first().locator('td').nth(1).textContent(), opt.pareto_front[0].precision);
   await page.screenshot({ path: join(SHOTS, 'estimate-preset.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await ctx.close();

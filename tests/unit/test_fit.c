@@ -294,6 +294,48 @@ static void test_optimizer_budgets(void **state)
     free(set);
 }
 
+/* The Pareto front: exactly the feasible configs no feasible config matches-or-beats on both axes, by latency. */
+static void test_optimizer_pareto_front(void **state)
+{
+    (void)state;
+    eco_curve_set *set = make_set();
+    const eco_gpu_spec *g;
+    assert_int_equal(eco_gpu_find("RTX 4090", &g, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    eco_optimize_query q = {.preset = eco_preset_find("Qwen2.5-7B"), .gpu = g, .ctx = 2048, .objective = ECO_OBJ_ENERGY};
+    const double budgets[] = {0, 12, 30}; /* VRAM budgets: none, tight, in between */
+    for (size_t k = 0; k < 3; k++) {
+        q.max_vram_gb = budgets[k];
+        assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+        assert_true(r->n_pareto >= 1 && r->n_pareto <= r->n_feasible);
+        bool on_front[ECO_OPT_MAX_CANDIDATES] = {false};
+        for (size_t f = 0; f < r->n_pareto; f++) {
+            const eco_candidate *c = &r->cand[r->pareto[f]];
+            on_front[r->pareto[f]] = true;
+            assert_true(c->feasible);
+            if (f > 0) { /* latency up, energy strictly down along the front */
+                const eco_candidate *prev = &r->cand[r->pareto[f - 1]];
+                assert_true(c->latency_ms >= prev->latency_ms);
+                assert_true(c->energy_mj < prev->energy_mj);
+            }
+        }
+        for (size_t i = 0; i < r->n; i++) {
+            if (!r->cand[i].feasible) { assert_false(on_front[i]); continue; }
+            bool dominated = false;
+            for (size_t j = 0; j < r->n && !dominated; j++) {
+                const eco_candidate *a = &r->cand[i], *o = &r->cand[j];
+                dominated = j != i && o->feasible && o->energy_mj <= a->energy_mj && o->latency_ms <= a->latency_ms &&
+                            (o->energy_mj < a->energy_mj || o->latency_ms < a->latency_ms);
+            }
+            assert_int_equal(on_front[i], !dominated);
+        }
+        /* the energy objective's pick is the front's lowest-energy end */
+        assert_int_equal(r->pareto[r->n_pareto - 1], r->best);
+    }
+    free(r);
+    free(set);
+}
+
 static void test_batch_factor(void **state)
 {
     (void)state;
@@ -312,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
+        cmocka_unit_test(test_optimizer_pareto_front),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

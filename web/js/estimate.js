@@ -74,6 +74,15 @@ function renderOpt(o) {
     el('caption', { class: 'visually-hidden' }, 'recommended and alternative configurations'),
     el('thead', {}, el('tr', {}, ...['', 'precision', 'batch', o.energy_absolute ? 'mJ/token' : 'energy', 'ΔE (batch 1)', 'VRAM GB', 'ms/step'].map((h) => el('th', { scope: 'col' }, h)))),
     el('tbody', {}, row(best, o.recommended ? '★' : 'closest'), ...o.alternatives.map((c) => row(c, 'alt'))))));
+  if (o.pareto_front.length > 1) {
+    const head = ['', 'precision', 'batch', o.energy_absolute ? 'mJ/token' : 'energy', 'ΔE (batch 1)', 'VRAM GB', 'ms/step'];
+    parts.push(el('details', { id: 'opt-pareto' },
+      el('summary', {}, `Energy vs latency: ${o.pareto_front.length} configurations that no other beats on both (central estimates)`),
+      el('div', { class: 'table-wrap' }, el('table', {},
+        el('caption', { class: 'visually-hidden' }, 'Pareto front of energy and latency, by latency'),
+        el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, ...o.pareto_front.map((c) => row(c, c.precision === best.precision && c.batch === best.batch ? '★' : '')))))));
+  }
   if (o.rejected.length) parts.push(el('ul', { class: 'notes' }, ...o.rejected.map((x) => el('li', {}, `${x.precision}: ${x.reason}`))));
   parts.push(el('ul', { class: 'notes' }, ...o.notes.map((n) => el('li', {}, n))));
   $('opt').replaceChildren(...parts);

@@ -523,6 +523,9 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     key("alternatives"); arr();
     for (size_t i = 0; i < r->n_alt; i++) cand_json(r, r->alt[i]);
     end_arr();
+    key("pareto_front"); arr();
+    for (size_t i = 0; i < r->n_pareto; i++) cand_json(r, r->pareto[i]);
+    end_arr();
     /* every precision neither recommended nor an alternative, with why (the service's wording) */
     key("rejected"); arr();
     for (int p = 0; p < ECO_PREC_COUNT; p++) {
