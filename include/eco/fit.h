@@ -217,6 +217,9 @@ eco_err eco_fp16_energy(const eco_fp16_baseline *b, double params_b, eco_energy_
 /* Energy per token at `batch` relative to batch 1, from the only measured batch sweep
  * (A800, Mistral-7B, pure INT8, batch 1-64; log-log interpolation, flat beyond 64). */
 double eco_batch_energy_factor(int batch);
+/* Where that factor comes from for this config: measured only at the sweep's own batches of its own config (ampere,
+ * int8, ~7B), interpolated / extrapolated between / beyond them there, estimated (borrowed) everywhere else. */
+eco_label eco_batch_label(const char *arch, eco_precision precision, double params_b, int batch);
 
 /* ---- GPUs and optimizer ---- */
 typedef struct {
@@ -236,6 +239,7 @@ const char *eco_objective_name(eco_objective o);
 eco_err eco_objective_parse(const char *s, eco_objective *out);
 
 #define ECO_OPT_BATCHES 7 /* 1, 2, 4, ..., 64 */
+#define ECO_OPT_MAX_BATCH 1024
 #define ECO_OPT_MAX_CANDIDATES (ECO_PREC_COUNT * ECO_OPT_BATCHES)
 
 typedef struct {
@@ -246,6 +250,7 @@ typedef struct {
     int ctx;                 /* cached positions per sequence */
     double max_vram_gb;      /* 0 = the card's VRAM */
     double max_latency_ms;   /* per-token step time budget; 0 = none */
+    int batch;               /* 0: sweep batch 1, 2, 4, ..., 64; else only this batch (1..ECO_OPT_MAX_BATCH) */
     eco_objective objective;
 } eco_optimize_query;
 

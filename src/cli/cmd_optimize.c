@@ -12,6 +12,7 @@ static void usage(FILE *out)
                  "  --max-latency-ms L    per-token latency budget (modelled roofline)\n"
                  "  --objective O         energy (default), latency, balanced\n"
                  "  --ctx C               cached positions per sequence (default 2048)\n"
+                 "  --batch B             pin the batch size, compare precisions only (default: sweep 1..64)\n"
                  "  --curves FILE         curves.json (default var/curves.json)\n"
                  "  --json                print the service's JSON answer\n");
 }
@@ -39,6 +40,7 @@ int eco_cmd_optimize(int argc, char **argv)
     static const struct { const char *flag, *param; } map[] = {
         {"--gpu", "gpu"}, {"--model-params", "params_b"}, {"--params-b", "params_b"}, {"--model", "model"},
         {"--max-vram-gb", "max_vram_gb"}, {"--max-latency-ms", "max_latency_ms"}, {"--objective", "objective"}, {"--ctx", "ctx"},
+        {"--batch", "batch"},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -40,6 +40,17 @@ double eco_batch_energy_factor(int batch)
     return sweep_j1k[n - 1] / sweep_j1k[0];
 }
 
+eco_label eco_batch_label(const char *arch, eco_precision precision, double params_b, int batch)
+{
+    if (batch <= 1) return ECO_LABEL_MEASURED; /* every ΔE is a batch-1 measurement */
+    bool sweep_config = !strcmp(arch, "ampere") && precision == ECO_PREC_INT8 && fabs(params_b - 7.0) < 0.5;
+    if (!sweep_config) return ECO_LABEL_ESTIMATED; /* the factor is borrowed from another precision / arch / size */
+    const size_t n = sizeof sweep_batch / sizeof sweep_batch[0];
+    for (size_t i = 0; i < n; i++)
+        if (sweep_batch[i] == batch) return ECO_LABEL_MEASURED;
+    return batch < sweep_batch[n - 1] ? ECO_LABEL_INTERPOLATED : ECO_LABEL_EXTRAPOLATED;
+}
+
 /* ---- fp16 baseline ---- */
 
 eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *out)
@@ -228,12 +239,15 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
     /* absolute energy: only from this arch's own fp16 baseline (another card's J/token would be a different number) */
     e->batch_factor = eco_batch_energy_factor(q->batch);
-    e->batch_label = q->batch == 1 ? ECO_LABEL_MEASURED : ECO_LABEL_ESTIMATED;
+    e->batch_label = eco_batch_label(q->arch, q->precision, N, q->batch);
     if (q->batch > 1) {
-        if (!strcmp(q->arch, "ampere") && q->precision == ECO_PREC_INT8 && fabs(N - 7.0) < 0.5) e->batch_label = ECO_LABEL_MEASURED;
         note(e, "ΔE is a batch-1 measurement; absolute energy at batch %d uses the measured A800 Mistral-7B pure-INT8 "
                 "batch sweep (factor %.3f)%s; NF4's penalty has been seen to grow with batch",
-             q->batch, e->batch_factor, e->batch_label == ECO_LABEL_MEASURED ? "" : ", borrowed for this arch/precision/size");
+             q->batch, e->batch_factor,
+             e->batch_label == ECO_LABEL_MEASURED       ? ""
+             : e->batch_label == ECO_LABEL_INTERPOLATED ? ", interpolated between the sweep's batches"
+             : e->batch_label == ECO_LABEL_EXTRAPOLATED ? ", held at its batch-64 value beyond the sweep"
+                                                        : ", borrowed for this arch/precision/size");
     }
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
     if (fb && eco_fp16_energy(fb, N, &e->e_fp16) == ECO_OK) {

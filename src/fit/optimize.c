@@ -195,6 +195,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     if (q->ctx < 1) return eco_fail_field(ECO_EINVAL, "ctx", "ctx must be >= 1, got %d", q->ctx);
     if (q->max_vram_gb < 0 || !isfinite(q->max_vram_gb)) return eco_fail_field(ECO_EINVAL, "max_vram_gb", "max_vram_gb must be >= 0");
     if (q->max_latency_ms < 0 || !isfinite(q->max_latency_ms)) return eco_fail_field(ECO_EINVAL, "max_latency_ms", "max_latency_ms must be >= 0");
+    if (q->batch < 0 || q->batch > ECO_OPT_MAX_BATCH)
+        return eco_fail_field(ECO_EINVAL, "batch", "batch must be 1..%d (or absent to sweep), got %d", ECO_OPT_MAX_BATCH, q->batch);
     const char *arch = q->gpu->arch;
 
     r->vram_budget_gb = q->max_vram_gb > 0 ? q->max_vram_gb : q->gpu->vram_gb;
@@ -214,7 +216,10 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
              "kernel-launch cost): HF eager bitsandbytes decode measured 4-5x slower", BW_EFFICIENCY * 100, COMPUTE_EFFICIENCY * 100);
     onote(r, "energy vs batch: the measured A800 Mistral-7B pure-INT8 sweep (batch 1-64), borrowed for other precisions and archs");
 
-    static const int batches[ECO_OPT_BATCHES] = {1, 2, 4, 8, 16, 32, 64};
+    static const int sweep[ECO_OPT_BATCHES] = {1, 2, 4, 8, 16, 32, 64};
+    const int *batches = q->batch > 0 ? &q->batch : sweep;
+    int n_batches = q->batch > 0 ? 1 : ECO_OPT_BATCHES;
+    if (q->batch > 0) onote(r, "batch pinned to %d: only precisions are compared", q->batch);
     for (int p = 0; p < ECO_PREC_COUNT; p++) {
         eco_estimate est;
         double dpct = 0, dlo = 0, dhi = 0;
@@ -227,7 +232,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double wbytes = q->preset ? (double)eco_model_weight_bytes(q->preset, (eco_precision)p, false)
                                   : N * 1e9 * eco_precision_bits_per_weight((eco_precision)p) / 8.0;
         double rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, (eco_precision)p, 0, false) : wbytes;
-        for (int bi = 0; bi < ECO_OPT_BATCHES; bi++) {
+        for (int bi = 0; bi < n_batches; bi++) {
             eco_candidate *c = &r->cand[r->n++];
             memset(c, 0, sizeof *c);
             int b = batches[bi];
@@ -245,9 +250,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->throughput_tok_s = b / t;
             c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
             double f = eco_batch_energy_factor(b);
-            c->batch_label = b == 1 ? ECO_LABEL_MEASURED
-                             : (!strcmp(arch, "ampere") && p == ECO_PREC_INT8 && fabs(N - 7.0) < 0.5) ? ECO_LABEL_MEASURED
-                                                                                                       : ECO_LABEL_ESTIMATED;
+            c->batch_label = eco_batch_label(arch, (eco_precision)p, N, b);
             c->energy_rel_fp16 = (1 + dpct / 100) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
             c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;

@@ -340,7 +340,7 @@ static const char recommend_desc[] =
     "Recommend the weight precision (fp16, int8, int8-mixed / LLM.int8(), nf4, fp8) and batch size for running an LLM "
     "on a GPU, under optional VRAM and per-token latency budgets, optimizing energy, latency or a balance. Give the "
     "model as a preset name (`model`, see list_models) or a size in billions (`params_b`), and `gpu` (a card name, "
-    "see list_gpus). Returns the best configuration, alternatives, the Pareto front of energy vs latency (every "
+    "see list_gpus); `batch` pins the batch size. Returns the best configuration, alternatives, the Pareto front of energy vs latency (every "
     "feasible configuration no other one beats on both), precisions rejected with reasons, and for every "
     "number a label (measured | interpolated | extrapolated | estimated | modelled) and a 95% range. Latency and VRAM "
     "are modelled (roofline, byte accounting), not measured.";

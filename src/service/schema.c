@@ -152,6 +152,8 @@ static json_t *optimize_request(void)
                                                        "Per-token step time budget (modelled)."));
     json_object_set_new(p, "objective", enum_of("energy", "latency", "balanced", NULL));
     json_object_set_new(json_object_get(p, "objective"), "default", json_string("energy"));
+    json_object_set_new(p, "batch", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", ECO_OPT_MAX_BATCH),
+                                              "Pin the batch size and compare precisions only; absent: batch 1, 2, 4, ..., 64 are swept."));
     json_t *s = request(p, "gpu", NULL);
     json_object_set_new(s, "anyOf", json_pack("[{s:[s]}, {s:[s]}]", "required", "params_b", "required", "model"));
     return s;
@@ -173,7 +175,7 @@ static json_t *optimize_response(void)
 {
     json_t *input = obj("gpu", t("string"), "params_b", num_excl(0), "model", tnull("string"), "ctx",
                         json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "max_vram_gb", tnull("number"), "max_latency_ms",
-                        tnull("number"), "objective", enum_of("energy", "latency", "balanced", NULL), NULL);
+                        tnull("number"), "objective", enum_of("energy", "latency", "balanced", NULL), "batch", tnull("integer"), NULL);
     json_t *gpu = obj("name", t("string"), "arch", arch_enum(), "vram_gb", num_excl(0), "mem_bw_gbps", num_excl(0), "fp16_tflops",
                       num_excl(0), "matched", enum_of("card", "architecture", NULL), "source", t("string"), NULL);
     return obj("input", input, "gpu", gpu, "vram_budget_gb", num_excl(0), "energy_absolute", t("boolean"), "recommended",

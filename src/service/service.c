@@ -290,7 +290,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
 static const pspec optimize_spec[] = {
     {"gpu", P_STRING, 0, 0},          {"params_b", P_NUMBER, 0, 2e12},        {"model", P_STRING, 0, 0},
     {"ctx", P_INT, 1, 1048576},       {"max_vram_gb", P_NUMBER, 0.001, 1e5}, {"max_latency_ms", P_NUMBER, 0.001, 1e7},
-    {"objective", P_STRING, 0, 0},
+    {"objective", P_STRING, 0, 0},    {"batch", P_INT, 1, ECO_OPT_MAX_BATCH},
 };
 
 static json_t *cand_json(const eco_optimize_result *r, int idx)
@@ -310,8 +310,8 @@ static json_t *cand_json(const eco_optimize_result *r, int idx)
 eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_origin origin, json_t **result)
 {
     *result = NULL;
-    pval v[7];
-    eco_err e = parse_params(params, origin, optimize_spec, 7, v);
+    pval v[8];
+    eco_err e = parse_params(params, origin, optimize_spec, 8, v);
     if (e) return e;
     if (!v[0].present) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\")");
     const eco_gpu_spec *gpu;
@@ -325,7 +325,7 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = v[2].present ? v[2].s : NULL, .gpu = gpu,
                             .ctx = v[3].present ? (int)v[3].d : 2048, .max_vram_gb = v[4].present ? v[4].d : 0,
-                            .max_latency_ms = v[5].present ? v[5].d : 0, .objective = obj};
+                            .max_latency_ms = v[5].present ? v[5].d : 0, .objective = obj, .batch = v[7].present ? (int)v[7].d : 0};
     eco_optimize_result *r = malloc(sizeof *r);
     if (!r) return eco_fail(ECO_ENOMEM, "optimize: out of memory");
     if ((e = eco_optimize_run(svc->set, &q, r))) { free(r); return e; }
@@ -347,11 +347,11 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     }
     if (r->best < 0) json_array_append_new(notes, json_string("no configuration meets the budgets: closest_infeasible has the smallest total relative excess"));
     json_t *out = json_object();
-    json_object_set_new(out, "input", json_pack("{s:s, s:o, s:o, s:i, s:o, s:o, s:s}", "gpu", v[0].s, "params_b", num(N), "model",
+    json_object_set_new(out, "input", json_pack("{s:s, s:o, s:o, s:i, s:o, s:o, s:s, s:o}", "gpu", v[0].s, "params_b", num(N), "model",
                                                 preset ? json_string(preset->name) : v[2].present ? json_string(v[2].s) : json_null(),
                                                 "ctx", q.ctx, "max_vram_gb", v[4].present ? num(v[4].d) : json_null(),
                                                 "max_latency_ms", v[5].present ? num(v[5].d) : json_null(), "objective",
-                                                eco_objective_name(obj)));
+                                                eco_objective_name(obj), "batch", q.batch ? json_integer(q.batch) : json_null()));
     json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s}", "name", gpu->name, "arch", gpu->arch, "vram_gb",
                                               num(gpu->vram_gb), "mem_bw_gbps", num(gpu->mem_bw_gbps), "fp16_tflops",
                                               num(gpu->fp16_tflops), "matched", exact ? "card" : "architecture", "source", gpu->source));

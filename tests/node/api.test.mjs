@@ -162,6 +162,23 @@ test('GET and POST /v1/optimize answer 200', async () => {
   assert.deepEqual(await p.json(), await g.json());
 });
 
+test('/v1/optimize with a pinned batch compares precisions at that batch only', async () => {
+  const r = await (await fetch(`${server.base}/v1/optimize?gpu=A800&params_b=7&batch=3`)).json();
+  assert.equal(r.input.batch, 3);
+  for (const c of [r.recommended, ...r.alternatives, ...r.pareto_front]) assert.equal(c.batch, 3);
+  assert.ok(r.candidates_count >= 2 && r.candidates_count <= 6, `one candidate per precision, got ${r.candidates_count}`);
+  // the A800 int8 ~7B sweep measured batch 1, 2, 4, ... 64: batch 3 lies between its points
+  const int8 = [r.recommended, ...r.alternatives].find((c) => c.precision === 'int8');
+  if (int8) assert.equal(int8.basis.batch, 'interpolated');
+  const swept = await (await fetch(`${server.base}/v1/optimize?gpu=A800&params_b=7`)).json();
+  assert.equal(swept.input.batch, null);
+  for (const bad of ['0', '2.5', '4096', 'x']) {
+    const res = await fetch(`${server.base}/v1/optimize?gpu=A800&params_b=7&batch=${bad}`);
+    assert.equal(res.status, 400, `batch=${bad}`);
+    assert.equal((await res.json()).field, 'batch');
+  }
+});
+
 test('catalogue routes answer 200 JSON', async () => {
   for (const path of ['/v1/architectures', '/v1/gpus', '/v1/models', '/v1/measurements', '/v1/measurements?arch=ampere']) {
     const res = await fetch(server.base + path);

@@ -91,7 +91,8 @@ test('optimize grid: wasm equals GET /v1/optimize', async () => {
   let n = 0;
   for (const gpu of ['T4', 'A800', 'RTX 4090', 'RTX 5090', 'H200', 'L4', 'blackwell'])
     for (const params_b of [1.1, 7, 14, 70])
-      for (const extra of [{}, { objective: 'latency' }, { objective: 'balanced', ctx: 8192 }, { max_vram_gb: 8 }, { max_latency_ms: 5 }]) {
+      for (const extra of [{}, { objective: 'latency' }, { objective: 'balanced', ctx: 8192 }, { max_vram_gb: 8 }, { max_latency_ms: 5 },
+        { batch: 1 }, { batch: 3, objective: 'latency' }, { batch: 2000 }]) {
         const q = { gpu, params_b, ...extra };
         const want = await api('/v1/optimize', q);
         const got = wasmCall('optimize', q);

@@ -336,6 +336,58 @@ static void test_optimizer_pareto_front(void **state)
     free(set);
 }
 
+/* A pinned batch: one candidate per precision, at that batch, with the batch factor's own label. */
+static void test_optimizer_pinned_batch(void **state)
+{
+    (void)state;
+    eco_record rows[10]; /* ampere int8 and nf4: the A800 batch sweep's own config is int8 at ~7B */
+    static const double sizes[] = {1, 2, 3, 5, 7};
+    for (int i = 0; i < 5; i++) {
+        make_row(&rows[i], "ampere", ECO_PREC_INT8, sizes[i], 20 - 5 * i, 2, "m");
+        make_row(&rows[5 + i], "ampere", ECO_PREC_NF4, sizes[i], 30 - 10 * i, 2, "m");
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 10, &o, set), ECO_OK);
+    const eco_gpu_spec *g;
+    assert_int_equal(eco_gpu_find("A800", &g, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    eco_optimize_query q = {.params_b = 7.0, .gpu = g, .ctx = 2048, .objective = ECO_OBJ_ENERGY};
+    const struct { int batch; eco_label int8_label; } cases[] = {
+        {1, ECO_LABEL_MEASURED}, {3, ECO_LABEL_INTERPOLATED}, {64, ECO_LABEL_MEASURED}, {128, ECO_LABEL_EXTRAPOLATED}};
+    for (size_t k = 0; k < 4; k++) {
+        q.batch = cases[k].batch;
+        assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+        assert_true(r->n >= 1 && r->n <= ECO_PREC_COUNT);
+        bool saw_int8 = false;
+        for (size_t i = 0; i < r->n; i++) {
+            assert_int_equal(r->cand[i].batch, cases[k].batch);
+            for (size_t j = 0; j < i; j++) assert_int_not_equal(r->cand[j].precision, r->cand[i].precision);
+            if (r->cand[i].precision == ECO_PREC_INT8) {
+                saw_int8 = true;
+                assert_int_equal(r->cand[i].batch_label, cases[k].int8_label);
+            } else if (cases[k].batch > 1) {
+                assert_int_equal(r->cand[i].batch_label, ECO_LABEL_ESTIMATED); /* borrowed from the int8 sweep */
+            }
+        }
+        assert_true(saw_int8);
+    }
+    q.batch = -1;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "batch");
+    q.batch = ECO_OPT_MAX_BATCH + 1;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_EINVAL);
+    /* the label rule itself: only the sweep's own config is measured, and only at its batches */
+    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 7.2, 16), ECO_LABEL_MEASURED);
+    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 7.2, 24), ECO_LABEL_INTERPOLATED);
+    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 13, 16), ECO_LABEL_ESTIMATED);
+    assert_int_equal(eco_batch_label("ada", ECO_PREC_INT8, 7, 16), ECO_LABEL_ESTIMATED);
+    assert_int_equal(eco_batch_label("ada", ECO_PREC_NF4, 7, 1), ECO_LABEL_MEASURED);
+    free(r);
+    free(set);
+}
+
 static void test_batch_factor(void **state)
 {
     (void)state;
@@ -354,7 +406,7 @@ int main(void)
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
-        cmocka_unit_test(test_optimizer_pareto_front),
+        cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,12 +129,12 @@ export class Eco {
     return this.callJson('eco_wasm_estimate');
   }
 
-  // Same parameters as GET /v1/optimize: gpu, params_b, model, ctx, max_vram_gb, max_latency_ms, objective.
+  // Same parameters as GET /v1/optimize: gpu, params_b, model, ctx, max_vram_gb, max_latency_ms, objective, batch.
   optimize(q) {
     this.setStr(0, q.gpu || '');
     this.setStr(1, q.model || '');
     this.setStr(2, q.objective || '');
-    this.setF64([numOrNaN(q.params_b), numOrNaN(q.ctx), numOrNaN(q.max_vram_gb), numOrNaN(q.max_latency_ms)]);
+    this.setF64([numOrNaN(q.params_b), numOrNaN(q.ctx), numOrNaN(q.max_vram_gb), numOrNaN(q.max_latency_ms), numOrNaN(q.batch)]);
     return this.callJson('eco_wasm_optimize');
   }
 

@@ -477,11 +477,12 @@ static void cand_json(const eco_optimize_result *r, int idx)
     end_obj();
 }
 
-/* str: 0 gpu, 1 model ("" = none), 2 objective ("" = energy); f64: 0 params_b, 1 ctx, 2 max_vram_gb, 3 max_latency_ms (NaN = none) */
+/* str: 0 gpu, 1 model ("" = none), 2 objective ("" = energy); f64: 0 params_b, 1 ctx, 2 max_vram_gb, 3 max_latency_ms,
+ * 4 batch (NaN = none) */
 EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
 {
     if (!g_loaded) TRYF(eco_fail(ECO_ESTATE, "no curves loaded"));
-    double pb = g_f64[0], cd = g_f64[1], vr = g_f64[2], lat = g_f64[3];
+    double pb = g_f64[0], cd = g_f64[1], vr = g_f64[2], lat = g_f64[3], bt = g_f64[4];
     TRYF(check_string(0, "gpu"));
     TRYF(check_string(1, "model"));
     TRYF(check_string(2, "objective"));
@@ -489,6 +490,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     if (!isnan(cd)) TRYF(check_number(cd, "ctx", 1, CTX_MAX, true));
     if (!isnan(vr)) TRYF(check_number(vr, "max_vram_gb", 0.001, 1e5, false));
     if (!isnan(lat)) TRYF(check_number(lat, "max_latency_ms", 0.001, 1e7, false));
+    if (!isnan(bt)) TRYF(check_number(bt, "batch", 1, ECO_OPT_MAX_BATCH, true));
     if (!present(0)) TRYF(eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\")"));
     const eco_gpu_spec *gpu;
     bool exact;
@@ -502,7 +504,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     if (present(2)) TRYF(eco_objective_parse(g_str[2], &objective));
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = model_in, .gpu = gpu,
                             .ctx = isnan(cd) ? 2048 : (int)cd, .max_vram_gb = isnan(vr) ? 0 : vr,
-                            .max_latency_ms = isnan(lat) ? 0 : lat, .objective = objective};
+                            .max_latency_ms = isnan(lat) ? 0 : lat, .objective = objective, .batch = isnan(bt) ? 0 : (int)bt};
     TRYF(eco_optimize_run(&g_set, &q, &g_opt));
     const eco_optimize_result *r = &g_opt;
 
@@ -512,6 +514,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     kstr("gpu", g_str[0]); knum("params_b", N); kstr("model", preset ? preset->name : model_in); kint("ctx", q.ctx);
     knum("max_vram_gb", isnan(vr) ? NAN : vr); knum("max_latency_ms", isnan(lat) ? NAN : lat);
     kstr("objective", eco_objective_name(objective));
+    key("batch"); if (q.batch) jint(q.batch); else jnull();
     end_obj();
     key("gpu"); obj();
     kstr("name", gpu->name); kstr("arch", gpu->arch); knum("vram_gb", gpu->vram_gb); knum("mem_bw_gbps", gpu->mem_bw_gbps);
