@@ -54,6 +54,8 @@ typedef struct eco_engine eco_engine;
 
 /* Loads `w` at o->precision (o may be NULL: defaults) on backend `backend_name` ("cpu" when NULL). */
 eco_err eco_engine_create(const char *backend_name, eco_weights *w, const eco_engine_options *o, eco_engine **out);
+/* The same on a backend given directly (one outside this library, or a wrapper in a test). */
+eco_err eco_engine_create_on(const eco_backend *be, eco_weights *w, const eco_engine_options *o, eco_engine **out);
 void eco_engine_free(eco_engine *e);
 const eco_model_config *eco_engine_config(const eco_engine *e);
 const eco_engine_options *eco_engine_options_of(const eco_engine *e);

@@ -37,6 +37,14 @@ eco_err eco_engine_create(const char *backend_name, eco_weights *w, const eco_en
     const eco_backend *be = NULL;
     eco_err e = eco_backend_find(backend_name, &be);
     if (e) return e;
+    return eco_engine_create_on(be, w, o, out);
+}
+
+eco_err eco_engine_create_on(const eco_backend *be, eco_weights *w, const eco_engine_options *o, eco_engine **out)
+{
+    eco_err e;
+    if (!be || !be->create || !be->forward || !be->reset || !be->destroy)
+        return eco_fail_field(ECO_EINVAL, "backend", "a backend needs create, forward, reset and destroy");
     eco_engine_options def;
     if (!o) { eco_engine_options_default(&def); o = &def; }
     if ((unsigned)o->precision >= ECO_PREC_COUNT) return eco_fail_field(ECO_EINVAL, "precision", "precision %d out of range", (int)o->precision);

@@ -430,6 +430,88 @@ static void test_errors(void **state)
     eco_weights_free(w);
 }
 
+/* A backend with the device-side greedy ops, built over the CPU backend: the engine's generate must hand the
+ * whole decode to greedy_run once (the host is not in the loop) and give the same tokens as the plain path. */
+static struct {
+    int greedy_calls, run_calls, run_pos, run_n;
+    eco_err fail_run; /* returned by greedy_run when set */
+} g_dev;
+
+static eco_err dev_greedy(void *state, int32_t token, int pos, int32_t *next)
+{
+    g_dev.greedy_calls++;
+    float lg[512];
+    eco_err e = eco_backend_cpu.forward(state, token, pos, lg);
+    if (!e) *next = eco_argmax(lg, 256);
+    return e;
+}
+
+static eco_err dev_greedy_run(void *state, int32_t token, int pos, int n, int32_t *out)
+{
+    g_dev.run_calls++;
+    g_dev.run_pos = pos;
+    g_dev.run_n = n;
+    if (g_dev.fail_run) return eco_fail(g_dev.fail_run, "greedy_run failed on purpose");
+    for (int i = 0; i < n; i++) {
+        float lg[512];
+        eco_err e = eco_backend_cpu.forward(state, i ? out[i - 1] : token, pos + i, lg);
+        if (e) return e;
+        out[i] = eco_argmax(lg, 256);
+    }
+    return ECO_OK;
+}
+
+static void test_generate_hands_decode_to_device_loop(void **state)
+{
+    (void)state;
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    assert_int_equal(c.vocab, 256); /* dev_greedy's argmax width */
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 1, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.threads = 1;
+    eco_backend dev = eco_backend_cpu;
+    dev.name = "device-loop";
+    dev.greedy = dev_greedy;
+    dev.greedy_run = dev_greedy_run;
+    eco_engine *ref, *e;
+    assert_int_equal(eco_engine_create("cpu", w, &o, &ref), ECO_OK);
+    assert_int_equal(eco_engine_create_on(&dev, w, &o, &e), ECO_OK);
+    int32_t want[12], got[12];
+    assert_int_equal(eco_engine_generate(ref, prompt, 3, 12, want, NULL), ECO_OK);
+    memset(&g_dev, 0, sizeof g_dev);
+    eco_decode_timing t;
+    assert_int_equal(eco_engine_generate(e, prompt, 3, 12, got, &t), ECO_OK);
+    assert_int_equal(memcmp(want, got, sizeof want), 0);
+    assert_int_equal(g_dev.greedy_calls, 3); /* the prompt, step by step */
+    assert_int_equal(g_dev.run_calls, 1);   /* then the whole decode at once */
+    assert_int_equal(g_dev.run_pos, 3);
+    assert_int_equal(g_dev.run_n, 11);
+    assert_int_equal(t.decode_forwards, 11);
+    assert_int_equal(t.generated, 12);
+    assert_int_equal(eco_engine_position(e), 3 + 11);
+    /* one new token: no decode loop at all */
+    memset(&g_dev, 0, sizeof g_dev);
+    assert_int_equal(eco_engine_generate(e, prompt, 3, 1, got, NULL), ECO_OK);
+    assert_int_equal(g_dev.run_calls, 0);
+    assert_int_equal(got[0], want[0]);
+    /* a failing device loop is reported, and the position does not claim tokens that were not made */
+    g_dev.fail_run = ECO_EDEVICE;
+    assert_int_equal(eco_engine_generate(e, prompt, 3, 12, got, NULL), ECO_EDEVICE);
+    assert_non_null(strstr(eco_last_error(), "on purpose"));
+    assert_int_equal(eco_engine_position(e), 3);
+    /* a backend without its required ops is refused */
+    eco_backend broken = dev;
+    broken.forward = NULL;
+    eco_engine *x = NULL;
+    assert_int_equal(eco_engine_create_on(&broken, w, &o, &x), ECO_EINVAL);
+    assert_null(x);
+    eco_engine_free(ref);
+    eco_engine_free(e);
+    eco_weights_free(w);
+}
+
 static double kl_of(const eco_quality_result *r, int n, eco_precision p)
 {
     for (int i = 0; i < n; i++) if (r[i].precision == p) return r[i].kl_mean;
@@ -573,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_same_logits),
         cmocka_unit_test(test_outlier_features),
         cmocka_unit_test(test_generate),
+        cmocka_unit_test(test_generate_hands_decode_to_device_loop),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_quality),
         cmocka_unit_test(test_quality_text),
