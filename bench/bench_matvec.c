@@ -11,7 +11,7 @@
 #include "eco/model.h"
 #include "eco/quant.h"
 
-static const int shapes[][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}};
+static const int shapes[][2] = {{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2}, {8, 1}};
 static const int split_choices[] = {1, 2, 4};
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 #define MAX_PRECS 8

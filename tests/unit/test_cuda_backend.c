@@ -132,7 +132,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
 {
     (void)state;
     if (!have_device()) skip();
-    const char *shapes[] = {"1,1,1", "1,4,4", "2,1,2", "2,4,4", "4,1,1", "4,2,3"};
+    const char *shapes[] = {"1,1,1", "1,4,4", "2,1,2", "2,4,4", "4,1,1", "4,2,3", "8,1,4"};
     const eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_NF4_DQ, ECO_PREC_FP8};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         setenv("ECO_CUDA_MATVEC", shapes[i], 1);
