@@ -74,9 +74,12 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         snprintf(r->source, sizeof r->source, "%s#%s", source, pname);
         r->synthetic_weights = str(w, "source") && !strcmp(str(w, "source"), "synthetic");
         r->single_trial = r->n_trials < 2;
+        /* The kernel design moves energy as much as a format can: a reader of the row needs it. */
+        const char *design = str(sw, "engine_design");
         snprintf(r->note, sizeof r->note, "eco measure (%s): decode energy from the NVML counter, prefill excluded, %d blocks "
-                 "of >= %.0f s windows%s", str(proto, "version") ? str(proto, "version") : "?", r->n_trials,
-                 num(proto, "min_window_s"), r->synthetic_weights ? "; synthetic weights of the model's exact shapes" : "");
+                 "of >= %.0f s windows%s%s%s", str(proto, "version") ? str(proto, "version") : "?", r->n_trials,
+                 num(proto, "min_window_s"), r->synthetic_weights ? "; synthetic weights of the model's exact shapes" : "",
+                 design ? "; kernels: " : "", design ? design : "");
         if (eco_record_check(r)) {
             free(rows);
             return eco_fail_context("%s (%s): ", source, pname);

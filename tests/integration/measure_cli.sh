@@ -51,6 +51,9 @@ if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail 
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
 "$ECO" export --db "$T/eco.db" --format csv | grep -q "nvml-energy-counter" || fail "run row not exported"
+# A GPU run's rows name the kernel design they were measured with.
+"$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-7b.energy.json" >/dev/null || fail "H200 run import failed"
+"$ECO" export --db "$T/eco.db" --format csv | grep "Qwen2.5-7B" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 
