@@ -115,7 +115,8 @@ static void make_run_id(const eco_energy_meta *meta, char *buf, size_t cap)
 eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, json_t **out)
 {
     const char *basis = eco_measurement_basis(m);
-    const char *reason = eco_measurement_failure(m)[0]          ? eco_measurement_failure(m)
+    const char *failure = eco_measurement_failure(m);
+    const char *reason = failure[0]                        ? failure
                          : meta->energy_unavailable_reason ? meta->energy_unavailable_reason
                                                            : "no energy meter";
     const eco_measure_options *o = eco_measurement_options(m);

@@ -495,21 +495,20 @@ eco_err eco_weights_borrow(eco_weights *w, eco_weight_kind k, int layer, const f
 
 eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
 {
-    uint64_t rows = 0, cols = 0;
-    eco_err e = resolve(w, &k, layer, &rows, &cols);
-    if (e) return e;
-    const float *view = NULL;
-    if (w->cache) {
-        uint64_t cnt;
+    eco_err e;
+    if (w->cache) { /* a copy of the cached tensor (borrow resolves k and layer) */
+        const float *view = NULL;
+        uint64_t cnt = 0;
         if ((e = eco_weights_borrow(w, k, layer, &view, &cnt))) return e;
-        float *copy = malloc(rows * cols * sizeof *copy);
+        float *copy = malloc(cnt * sizeof *copy);
         if (!copy) return eco_fail(ECO_ENOMEM, "weight %s: out of memory", eco_weight_kind_name(k));
-        memcpy(copy, view, rows * cols * sizeof *copy);
+        memcpy(copy, view, cnt * sizeof *copy);
         *out = copy;
-        *n = rows * cols;
+        *n = cnt;
         return ECO_OK;
     }
-    if ((e = produce(w, k, layer, rows, cols, out))) return e;
+    uint64_t rows = 0, cols = 0;
+    if ((e = resolve(w, &k, layer, &rows, &cols)) || (e = produce(w, k, layer, rows, cols, out))) return e;
     *n = rows * cols;
     return ECO_OK;
 }

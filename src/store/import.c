@@ -301,8 +301,6 @@ static eco_err reject(ctx *x, size_t line, const char *fmt, ...)
     return store_log_import_error(x->s, x->import_id, x->file, line, msg);
 }
 
-
-
 static void count(ctx *x, store_upsert r)
 {
     if (r == STORE_INSERTED) x->rep->rows_inserted++;

@@ -536,15 +536,21 @@ static void fill_link(sqlite3_stmt *st, void *elem)
     store_column_text(st, 2, x->reason, sizeof x->reason);
 }
 
+/* Columns 0-3 of the batch and phase tables: the configuration a row describes. */
+static void fill_config_key(sqlite3_stmt *st, char (*gpu)[64], char (*model)[64], eco_precision *precision, int *batch)
+{
+    char prec[16];
+    store_column_text(st, 0, *gpu, sizeof *gpu);
+    store_column_text(st, 1, *model, sizeof *model);
+    store_column_text(st, 2, prec, sizeof prec);
+    if (eco_precision_parse(prec, precision)) eco_clear_error();
+    *batch = sqlite3_column_int(st, 3);
+}
+
 static void fill_batch_row(sqlite3_stmt *st, void *elem)
 {
     eco_batch_row *x = elem;
-    char prec[16];
-    store_column_text(st, 0, x->gpu, sizeof x->gpu);
-    store_column_text(st, 1, x->model, sizeof x->model);
-    store_column_text(st, 2, prec, sizeof prec);
-    if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
-    x->batch = sqlite3_column_int(st, 3);
+    fill_config_key(st, &x->gpu, &x->model, &x->precision, &x->batch);
     x->tokens = sqlite3_column_int(st, 4);
     x->n_runs = sqlite3_column_int(st, 5);
     x->e_mj = store_column_double(st, 6);
@@ -559,12 +565,7 @@ static void fill_batch_row(sqlite3_stmt *st, void *elem)
 static void fill_phase_row(sqlite3_stmt *st, void *elem)
 {
     eco_phase_row *x = elem;
-    char prec[16];
-    store_column_text(st, 0, x->gpu, sizeof x->gpu);
-    store_column_text(st, 1, x->model, sizeof x->model);
-    store_column_text(st, 2, prec, sizeof prec);
-    if (eco_precision_parse(prec, &x->precision)) eco_clear_error();
-    x->batch = sqlite3_column_int(st, 3);
+    fill_config_key(st, &x->gpu, &x->model, &x->precision, &x->batch);
     x->prefill_active_j_per_call = store_column_double(st, 4);
     x->decode_active_j_per_32_tok = store_column_double(st, 5);
     x->decode_tok_s = store_column_double(st, 6);

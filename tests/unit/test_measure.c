@@ -54,14 +54,20 @@ static void small_options(eco_measure_options *o)
     o->quiet = true;
 }
 
-static void test_protocol_with_fake_meter(void **state)
+/* Points the NVML loader at the test build's fake library, drawing `power` (see tests/fake_nvml). */
+static void use_fake_nvml(const char *power)
 {
-    (void)state;
     char lib[1024];
     const char *bin = getenv("ECO_BINARY_DIR");
     snprintf(lib, sizeof lib, "%s/tests/libfake_nvml.so", bin ? bin : ".");
     setenv("ECO_NVML_LIBRARY", lib, 1);
-    setenv("ECO_FAKE_NVML_POWER", "const:200", 1);
+    setenv("ECO_FAKE_NVML_POWER", power, 1);
+}
+
+static void test_protocol_with_fake_meter(void **state)
+{
+    (void)state;
+    use_fake_nvml("const:200");
     eco_nvml *meter = NULL;
     assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
 
@@ -137,11 +143,7 @@ static void test_no_meter_marks_energy_unavailable(void **state)
 static void test_failed_self_test_measures_without_energy(void **state)
 {
     (void)state;
-    char lib[1024];
-    const char *bin = getenv("ECO_BINARY_DIR");
-    snprintf(lib, sizeof lib, "%s/tests/libfake_nvml.so", bin ? bin : ".");
-    setenv("ECO_NVML_LIBRARY", lib, 1);
-    setenv("ECO_FAKE_NVML_POWER", "const:200", 1);
+    use_fake_nvml("const:200");
     setenv("ECO_FAKE_NVML_COUNTER_MS", "100000", 1); /* one update every 100 s */
     eco_nvml *meter = NULL;
     assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);

@@ -248,7 +248,7 @@ int loader_threads(void)
     return n < 1 ? 1 : n > kLoadThreads ? kLoadThreads : (int)n;
 }
 
-eco_err check_shape(const eco_model_config *c, eco_precision p, const eco_quant_options *o, uint64_t cols, const char *what)
+eco_err check_shape(eco_precision p, const eco_quant_options *o, uint64_t cols, const char *what)
 {
     if (cols % 32)
         return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: %s has %llu input features, not a multiple of 32", what,
@@ -256,7 +256,6 @@ eco_err check_shape(const eco_model_config *c, eco_precision p, const eco_quant_
     if ((p == ECO_PREC_NF4 || p == ECO_PREC_NF4_DQ) && (cols % (uint64_t)o->nf4_blocksize || o->nf4_blocksize % 32))
         return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: nf4 blocks of %d must divide %s's %llu columns and be a multiple of 32",
                         o->nf4_blocksize, what, (unsigned long long)cols);
-    (void)c;
     return ECO_OK;
 }
 
@@ -300,7 +299,7 @@ eco_err load_linear(State *s, eco_weights *w, const eco_weight_kind *kinds, int 
     Fetched f;
     eco_err e = fetch(s, w, kinds, nk, layer, f);
     if (e) return e;
-    if ((e = check_shape(&s->cfg, p, &s->opt.quant, f.cols, eco_weight_kind_name(kinds[0])))) { fetched_free(f); return e; }
+    if ((e = check_shape(p, &s->opt.quant, f.cols, eco_weight_kind_name(kinds[0])))) { fetched_free(f); return e; }
     uint64_t rows = f.total_rows, cols = f.cols;
     if (p == ECO_PREC_NF4_DQ) {
         // Double quantization groups 256 absmax blocks across rows: quantize the stacked matrix as a whole.
@@ -825,6 +824,15 @@ eco_err cuda_forward(void *state, int32_t token, int pos, float *logits)
     return ECO_OK;
 }
 
+// The token the last replay's argmax chose, on the host (waits for the stream).
+eco_err read_next(State *s, int32_t *next)
+{
+    CK(cudaMemcpyAsync(&s->h_io[2], s->d_next, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    *next = s->h_io[2];
+    return ECO_OK;
+}
+
 // Greedy decoding of n tokens without the host between them: the token graph is replayed n times on the
 // stream and only the history of produced tokens is copied back. (The reference stack, like HF generate,
 // returns to the host every token, so that mode steps through the host.)
@@ -837,9 +845,8 @@ eco_err cuda_greedy_run(void *state, int32_t token, int pos, int n, int32_t *out
     eco_err e = run_token(s, token, pos);
     for (int i = 1; i < n && !e; i++) {
         if (s->reference_stack) {
-            CK(cudaMemcpyAsync(&s->h_io[2], s->d_next, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
-            CK(cudaStreamSynchronize(s->stream));
-            e = run_token(s, s->h_io[2], pos + i);
+            int32_t next;
+            if (!(e = read_next(s, &next))) e = run_token(s, next, pos + i);
         } else {
             e = replay_token(s);
         }
@@ -905,11 +912,7 @@ eco_err eco_cuda_greedy_step(void *state, int32_t token, int pos, int32_t *next)
 {
     State *s = (State *)state;
     eco_err e = run_token(s, token, pos);
-    if (e) return e;
-    CK(cudaMemcpyAsync(&s->h_io[2], s->d_next, sizeof(int), cudaMemcpyDeviceToHost, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
-    *next = s->h_io[2];
-    return ECO_OK;
+    return e ? e : read_next(s, next);
 }
 
 eco_err eco_cuda_sync(void *state)
