@@ -845,7 +845,7 @@ eco_err cuda_greedy_run(void *state, int32_t token, int pos, int n, int32_t *out
     eco_err e = run_token(s, token, pos);
     for (int i = 1; i < n && !e; i++) {
         if (s->reference_stack) {
-            int32_t next;
+            int32_t next = 0;
             if (!(e = read_next(s, &next))) e = run_token(s, next, pos + i);
         } else {
             e = replay_token(s);
