@@ -45,7 +45,7 @@ fi
 if has prev && [ -x .device/bin-prev/bench_engine ]; then
     # The previous build's engine on the same machine, for ratios measured side by side.
     log "bench_engine, previous build"
-    timed $(upto 120) .device/bin-prev/bench_engine --models ${PREV_MODELS:-Qwen2.5-0.5B,Qwen2.5-7B} --precisions ${PREV_PRECS:-fp16,int8,nf4,fp8} > "$W/bench_engine_previous_build.txt" 2>&1
+    timed $(upto 200) .device/bin-prev/bench_engine --models ${PREV_MODELS:-Qwen2.5-0.5B,Qwen2.5-7B} --precisions ${PREV_PRECS:-fp16,int8,nf4,fp8} > "$W/bench_engine_previous_build.txt" 2>&1
     log "bench_engine previous rc=$?"; grep -E "Qwen|Llama" "$W/bench_engine_previous_build.txt"
 fi
 if has ab; then
@@ -71,7 +71,7 @@ if has variants; then
     IFS=';' read -ra vs <<< "${VARIANTS:--;ECO_CUDA_MATVEC=16,2,8}"
     for v in "${vs[@]}"; do
         log "bench_engine variant $v"
-        (if [ "$v" != - ]; then export $v; fi; timed $(upto 150) $B/bench_engine --models ${VARIANT_MODELS:-Qwen2.5-7B} --precisions ${VARIANT_PRECS:-fp16,int8,nf4,fp8}) > "$W/bench_engine_variant_$(vslug "$v").txt" 2>&1
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 200) $B/bench_engine --models ${VARIANT_MODELS:-Qwen2.5-7B} --precisions ${VARIANT_PRECS:-fp16,int8,nf4,fp8}) > "$W/bench_engine_variant_$(vslug "$v").txt" 2>&1
         grep -E "Qwen|Llama|Mistral|Phi" "$W/bench_engine_variant_$(vslug "$v").txt"
     done
 fi

@@ -64,12 +64,22 @@ static void use_fake_nvml(const char *power)
     setenv("ECO_FAKE_NVML_POWER", power, 1);
 }
 
+/* The fake meter is closed in the teardown, which cmocka runs even when an assertion fails, so a failed
+ * test cannot leave the fake library loaded (or its environment set) for the next one. */
+static int close_meter(void **state)
+{
+    eco_nvml_close((eco_nvml *)*state);
+    *state = NULL;
+    unsetenv("ECO_FAKE_NVML_COUNTER_MS");
+    return 0;
+}
+
 static void test_protocol_with_fake_meter(void **state)
 {
-    (void)state;
     use_fake_nvml("const:200");
     eco_nvml *meter = NULL;
     assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+    *state = meter;
 
     /* fp16 takes 2 ms per token, nf4 1 ms: at constant power, decode energy per token halves (-50%). */
     fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
@@ -114,7 +124,6 @@ static void test_protocol_with_fake_meter(void **state)
     assert_near(json_real_value(json_object_get(st, "counter_update_median_ms")), 100.0, 15.0);
     json_decref(meter_json);
     eco_measurement_free(m);
-    eco_nvml_close(meter);
 }
 
 static void test_no_meter_marks_energy_unavailable(void **state)
@@ -142,11 +151,11 @@ static void test_no_meter_marks_energy_unavailable(void **state)
 /* A counter that never moves fails the self-test: the run goes on without energy, basis "failed", with the reason. */
 static void test_failed_self_test_measures_without_energy(void **state)
 {
-    (void)state;
     use_fake_nvml("const:200");
     setenv("ECO_FAKE_NVML_COUNTER_MS", "100000", 1); /* one update every 100 s */
     eco_nvml *meter = NULL;
     assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+    *state = meter;
     fake_work w = {.decode_s_per_token = {0.001, 0.0005}, .prefill_s = 0.001};
     eco_workload wl = {.ctx = &w, .generate = fake_generate};
     eco_measure_options o;
@@ -167,7 +176,6 @@ static void test_failed_self_test_measures_without_energy(void **state)
     assert_true(json_is_false(json_object_get(json_object_get(mj, "self_test"), "cadence_check_passed")));
     json_decref(mj);
     eco_measurement_free(m);
-    eco_nvml_close(meter);
 }
 
 static void test_bad_options(void **state)
@@ -194,9 +202,9 @@ static void test_bad_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_protocol_with_fake_meter),
+        cmocka_unit_test_teardown(test_protocol_with_fake_meter, close_meter),
         cmocka_unit_test(test_no_meter_marks_energy_unavailable),
-        cmocka_unit_test(test_failed_self_test_measures_without_energy),
+        cmocka_unit_test_teardown(test_failed_self_test_measures_without_energy, close_meter),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
