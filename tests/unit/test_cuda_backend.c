@@ -236,6 +236,70 @@ static void test_generate_on_device_same_tokens(void **state)
     eco_cuda_set_reference_stack(false);
 }
 
+/* Attention over a long context and through a sliding window, with the positions split over 1, 3 and the
+ * default number of blocks per head (the split merge, empty splits and the one-block path). */
+static void long_context(eco_model_family fam, int window, const char *splits, int steps)
+{
+    eco_model_config c = tiny(fam);
+    c.sliding_window = window;
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = ECO_PREC_FP16;
+    o.kv_f16 = true;
+    o.max_seq = steps;
+    if (splits) setenv("ECO_CUDA_ATTN_SPLITS", splits, 1);
+    eco_engine *cpu, *gpu;
+    assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
+    unsetenv("ECO_CUDA_ATTN_SPLITS");
+    float *lc = malloc(sizeof(float) * c.vocab), *lg = malloc(sizeof(float) * c.vocab);
+    double worst = 1.0;
+    int compared = 0;
+    for (int step = 0; step < steps; step++) {
+        int32_t tok = (int32_t)((step * 37 + 11) % c.vocab); /* fixed inputs: no feedback, so no divergence */
+        assert_int_equal(eco_engine_step(cpu, tok, lc), ECO_OK);
+        assert_int_equal(eco_engine_step(gpu, tok, lg), ECO_OK);
+        double cs = cosine(lc, lg, c.vocab);
+        if (cs < worst) worst = cs;
+        if (top2_margin(lc, c.vocab) > 1e-2) { assert_int_equal(eco_argmax(lc, c.vocab), eco_argmax(lg, c.vocab)); compared++; }
+    }
+    print_message("%-8s window %-4d splits %-7s %d positions: worst logits cosine %.7f, %d tokens compared\n",
+                  eco_model_family_name(fam), window, splits ? splits : "default", steps, worst, compared);
+    assert_true(worst >= 0.9999);
+    assert_true(compared >= steps / 2);
+    free(lc);
+    free(lg);
+    eco_engine_free(cpu);
+    eco_engine_free(gpu);
+    eco_weights_free(w);
+}
+
+static void test_attention_long_context_and_window(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    long_context(ECO_FAMILY_LLAMA, 0, NULL, 300);
+    long_context(ECO_FAMILY_LLAMA, 0, "1", 300);
+    long_context(ECO_FAMILY_LLAMA, 0, "3", 120);
+    long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
+    long_context(ECO_FAMILY_MISTRAL, 50, "3", 200);
+    long_context(ECO_FAMILY_PHI3, 33, "64", 100);
+    /* A malformed split count is refused, not ignored. */
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    eco_engine *gpu = NULL;
+    setenv("ECO_CUDA_ATTN_SPLITS", "0", 1);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_SPLITS"));
+    unsetenv("ECO_CUDA_ATTN_SPLITS");
+    eco_weights_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),
+        cmocka_unit_test(test_attention_long_context_and_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

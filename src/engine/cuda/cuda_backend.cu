@@ -101,7 +101,9 @@ struct State {
     cudaGraphExec_t graph;
     bool graph_ready;
     uint64_t resident;
-    size_t attn_smem;
+    int attn_splits;      /* attention blocks per head (split over positions) */
+    float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
+    int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
 };
 
 eco_err cuda_fail(cudaError_t e, const char *what)
@@ -504,6 +506,24 @@ eco_err shape_for(int format, MatvecShape *out)
     return ECO_OK;
 }
 
+// Attention blocks per head: about two blocks per SM over all heads (ECO_CUDA_ATTN_SPLITS=N, 1..64, for
+// tests and A/Bs; 1 is the one-block-per-head kernel without the merge).
+constexpr int kAttnMaxSplits = 64;
+
+eco_err attention_splits(int sm_count, int heads, int *out)
+{
+    int n = (2 * sm_count + heads - 1) / heads;
+    *out = n < 1 ? 1 : n > 32 ? 32 : n;
+    const char *v = getenv("ECO_CUDA_ATTN_SPLITS");
+    if (!v) return ECO_OK;
+    char *end;
+    long k = strtol(v, &end, 10);
+    if (end == v || *end || k < 1 || k > kAttnMaxSplits)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_ATTN_SPLITS=\"%s\": want a whole number of blocks per head, 1..%d", v, kAttnMaxSplits);
+    *out = (int)k;
+    return ECO_OK;
+}
+
 // Column slices for a residual-add linear: enough warps to cover the chip about twice when the rows alone
 // do not, each slice keeping at least 64 chunks per lane group.
 int pick_splits(const State *s, int units, int chunks)
@@ -605,7 +625,7 @@ MatvecOut plain(int epilogue, float *y)
 eco_err enqueue_token(State *s)
 {
     const eco_model_config &c = s->cfg;
-    int window = (c.family == ECO_FAMILY_MISTRAL || c.family == ECO_FAMILY_PHI3) ? c.sliding_window : 0;
+    int window = c.sliding_window; // 0: none (the config loader zeroes it where the family ignores it, as the CPU does)
     float eps = (float)c.rms_eps;
     eco_err e;
     if ((e = launch(s, false, embed, dim3((c.hidden + 255) / 256), dim3(256), 0, (const __half *)s->embed,
@@ -629,9 +649,9 @@ eco_err enqueue_token(State *s)
                             L.v_cache, c.heads, c.kv_heads, c.head_dim)))
                 return e;
         }
-        if ((e = launch(s, true, attention, dim3(c.heads), dim3(kAttnThreads), s->attn_smem, (const float *)s->qkv,
+        if ((e = launch(s, true, attention, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)s->qkv,
                         (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
-                        c.kv_heads, c.head_dim, window)))
+                        c.kv_heads, c.head_dim, window, s->attn_partial, s->attn_done)))
             return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
         if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
@@ -726,6 +746,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
+    if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
@@ -807,8 +828,10 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaMallocHost((void **)&s->h_io, 4 * sizeof(int)));
     CK(cudaMallocHost((void **)&s->h_history, (size_t)s->opt.max_seq * sizeof(int)));
     CK(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab * sizeof(float)));
-    s->attn_smem = (size_t)s->opt.max_seq * sizeof(float);
-    if (s->attn_smem > 48 * 1024) CK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s->attn_smem));
+    if ((e = dalloc(s, &s->attn_partial, (size_t)c->heads * s->attn_splits * (c->head_dim + 2))) ||
+        (e = dalloc(s, &s->attn_done, (size_t)c->heads)))
+        return e;
+    CK(cudaMemsetAsync(s->attn_done, 0, sizeof(int) * (size_t)c->heads, s->stream));
     CK(cudaStreamSynchronize(s->stream));
     return ECO_OK;
 }
@@ -886,7 +909,8 @@ void cuda_destroy(void *state)
     free(s->layers);
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
-                    s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i};
+                    s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
+                    s->attn_partial, s->attn_done};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -1097,7 +1121,10 @@ void eco_cuda_design(char *buf, size_t cap)
                                m.max_splits);
         if (at >= sizeof shapes) break;
     }
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, e4m3 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "",
+    const char *splits = getenv("ECO_CUDA_ATTN_SPLITS");
+    char attn[48] = "split attention";
+    if (splits) snprintf(attn, sizeof attn, "attention split %.8s/head", splits);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "", attn,
              d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", shapes);
 }
 

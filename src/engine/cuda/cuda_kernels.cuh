@@ -518,100 +518,122 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
     }
 }
 
-// One block per query head: scores over positions [start, pos], softmax, weighted sum of V. Output fp16
-// (it feeds o_proj). Scores live in dynamic shared memory (max_seq floats). Latency-bound at batch 1, so
-// every phase keeps independent loads in flight: a warp scores four positions a pass, and the V sum is
-// split over the warps by position (each lane owns head dims) and added in shared memory, instead of one
-// thread walking all positions for its dim.
+// Split ("flash-decoding") attention. At batch 1 a head's few hundred positions are latency-bound, so each
+// head's positions [start, pos] are cut into `splits` blocks of kAttnWarps warps (a grid of about two
+// blocks per SM), and every warp walks its own positions four at a time with an online softmax: K and V
+// rows of the four are loaded together, so a group costs one round trip to L2. A block merges its warps in
+// shared memory; with splits > 1 it writes (max, sum, unnormalized V sum) to `partial`, and the last block
+// of the head to finish (a counter per head, reset by that block for the next replay) merges the splits.
+// Output fp16 (it feeds o_proj). head_dim <= kAttnMaxHeadDim; lane l owns dims l, l + 32, ...
 constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / kWarp, kAttnMaxHeadDim = 256;
-constexpr int kAttnDimsPerLane = kAttnMaxHeadDim / kWarp;
+constexpr int kAttnDimsPerLane = kAttnMaxHeadDim / kWarp, kAttnGroup = 4;
+
+// exp(m - top), 0 for an empty part (m = -inf), also when every part is empty.
+__device__ __forceinline__ float part_weight(float m, float top) { return m == -INFINITY ? 0.f : __expf(m - top); }
 
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
-                          int heads, int kv_heads, int head_dim, int window)
+                          int heads, int kv_heads, int head_dim, int window, float *__restrict__ partial,
+                          int *__restrict__ done)
 {
     grid_dependents_launch();
     grid_dependency_wait();
-    extern __shared__ float scores[];
-    __shared__ float red[32];
-    __shared__ float vpart[kAttnWarps][kAttnMaxHeadDim];
-    int h = blockIdx.x, pos = *pos_ptr;
+    __shared__ float warp_m[kAttnWarps], warp_l[kAttnWarps], warp_acc[kAttnWarps][kAttnMaxHeadDim];
+    __shared__ bool last;
+    int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y, pos = *pos_ptr;
     int kvh = h / (heads / kv_heads), kv_dim = kv_heads * head_dim;
     int start = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    int per_block = (pos + 1 - start + splits - 1) / splits;
+    int b0 = start + split * per_block, b1 = min(b0 + per_block, pos + 1);
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    int per_warp = b1 > b0 ? (b1 - b0 + kAttnWarps - 1) / kAttnWarps : 0;
+    int w0 = b0 + warp * per_warp, w1 = min(w0 + per_warp, b1);
     const float *q = qkv + h * head_dim;
     const __half *kbase = k_cache + kvh * head_dim, *vbase = v_cache + kvh * head_dim;
     float scale = rsqrtf((float)head_dim);
-    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    float qr[kAttnDimsPerLane];
+    float qr[kAttnDimsPerLane], acc[kAttnDimsPerLane];
 #pragma unroll
     for (int i = 0; i < kAttnDimsPerLane; i++) {
         int d = lane + kWarp * i;
         qr[i] = d < head_dim ? q[d] : 0.f;
+        acc[i] = 0.f;
     }
-    for (int t0 = start + 4 * warp; t0 <= pos; t0 += 4 * kAttnWarps) {
-        float sc[4] = {0.f, 0.f, 0.f, 0.f};
+    float m = -INFINITY, l = 0.f;
+    for (int t0 = w0; t0 < w1; t0 += kAttnGroup) {
+        float sc[kAttnGroup];
+        __half vv[kAttnGroup][kAttnDimsPerLane];
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (t0 + j > pos) break;
-            const __half *k = kbase + (size_t)(t0 + j) * kv_dim;
+        for (int j = 0; j < kAttnGroup; j++) {
+            sc[j] = 0.f;
+            bool in = t0 + j < w1;
+            const __half *k = kbase + (size_t)(t0 + j) * kv_dim, *v = vbase + (size_t)(t0 + j) * kv_dim;
 #pragma unroll
             for (int i = 0; i < kAttnDimsPerLane; i++) {
                 int d = lane + kWarp * i;
-                if (d < head_dim) sc[j] = fmaf(qr[i], __half2float(k[d]), sc[j]);
+                bool use = in && d < head_dim;
+                sc[j] = use ? fmaf(qr[i], __half2float(k[d]), sc[j]) : sc[j];
+                vv[j][i] = use ? v[d] : __float2half(0.f);
             }
         }
+        float top = m;
 #pragma unroll
-        for (int j = 0; j < 4; j++) sc[j] = warp_sum(sc[j]);
-        if (lane == 0)
-            for (int j = 0; j < 4 && t0 + j <= pos; j++) scores[t0 + j - start] = sc[j] * scale;
-    }
-    __syncthreads();
-    int n = pos + 1 - start;
-    float m = -INFINITY;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, scores[i]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0) red[warp] = m;
-    __syncthreads();
-    m = -INFINITY;
-    for (int i = 0; i < kAttnWarps; i++) m = fmaxf(m, red[i]);
-    __syncthreads();
-    float sum = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float e = __expf(scores[i] - m);
-        scores[i] = e;
-        sum += e;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) red[warp] = sum;
-    __syncthreads();
-    sum = 0.f;
-    for (int i = 0; i < kAttnWarps; i++) sum += red[i];
-    float acc[kAttnDimsPerLane];
-#pragma unroll
-    for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] = 0.f;
-#pragma unroll 4
-    for (int t = start + warp; t <= pos; t += kAttnWarps) {
-        float pt = scores[t - start];
-        const __half *v = vbase + (size_t)t * kv_dim;
-#pragma unroll
-        for (int i = 0; i < kAttnDimsPerLane; i++) {
-            int d = lane + kWarp * i;
-            if (d < head_dim) acc[i] = fmaf(pt, __half2float(v[d]), acc[i]);
+        for (int j = 0; j < kAttnGroup; j++) {
+            sc[j] = warp_sum(sc[j]) * scale;
+            if (t0 + j < w1) top = fmaxf(top, sc[j]);
         }
+        float keep = part_weight(m, top);
+        l *= keep;
+#pragma unroll
+        for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] *= keep;
+#pragma unroll
+        for (int j = 0; j < kAttnGroup; j++) {
+            float e = t0 + j < w1 ? __expf(sc[j] - top) : 0.f;
+            l += e;
+#pragma unroll
+            for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] = fmaf(e, __half2float(vv[j][i]), acc[i]);
+        }
+        m = top;
     }
+    if (lane == 0) { warp_m[warp] = m; warp_l[warp] = l; }
 #pragma unroll
     for (int i = 0; i < kAttnDimsPerLane; i++) {
         int d = lane + kWarp * i;
-        if (d < head_dim) vpart[warp][d] = acc[i];
+        if (d < head_dim) warp_acc[warp][d] = acc[i];
     }
     __syncthreads();
-    float inv = 1.f / sum;
+    float bm = -INFINITY, bl = 0.f;
+#pragma unroll
+    for (int w = 0; w < kAttnWarps; w++) bm = fmaxf(bm, warp_m[w]);
+#pragma unroll
+    for (int w = 0; w < kAttnWarps; w++) bl += warp_l[w] * part_weight(warp_m[w], bm);
+    size_t stride = (size_t)head_dim + 2; // one split's record: acc[head_dim], max, sum
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float a = 0.f;
 #pragma unroll
-        for (int w = 0; w < kAttnWarps; w++) a += vpart[w][d];
-        out[h * head_dim + d] = __float2half(a * inv);
+        for (int w = 0; w < kAttnWarps; w++) a += warp_acc[w][d] * part_weight(warp_m[w], bm);
+        if (splits == 1) out[h * head_dim + d] = __float2half(a / bl);
+        else partial[((size_t)h * splits + split) * stride + d] = a;
+    }
+    if (splits == 1) return;
+    if (threadIdx.x == 0) {
+        float *rec = partial + ((size_t)h * splits + split) * stride;
+        rec[head_dim] = bm;
+        rec[head_dim + 1] = bl;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(done + h, 1) == splits - 1;
+    __syncthreads();
+    if (!last) return;
+    if (threadIdx.x == 0) done[h] = 0;
+    const float *rec = partial + (size_t)h * splits * stride;
+    float top = -INFINITY, sum = 0.f;
+    for (int s = 0; s < splits; s++) top = fmaxf(top, __ldcg(rec + s * stride + head_dim));
+    for (int s = 0; s < splits; s++) sum += __ldcg(rec + s * stride + head_dim + 1) * part_weight(__ldcg(rec + s * stride + head_dim), top);
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float a = 0.f;
+        for (int s = 0; s < splits; s++) a += __ldcg(rec + s * stride + d) * part_weight(__ldcg(rec + s * stride + head_dim), top);
+        out[h * head_dim + d] = __float2half(a / sum);
     }
 }
 
