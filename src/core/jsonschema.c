@@ -36,6 +36,7 @@ typedef struct {
 static void sb_putn(sbuf *b, const char *s, size_t n)
 {
     if (b->oom) return;
+    if (n >= SIZE_MAX / 2 - b->n) { b->oom = 1; return; } /* keeps the doubling below from wrapping */
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->n + n + 1) cap *= 2;

@@ -9,6 +9,14 @@
 #include "eco/fit.h"
 #include "eco/stats.h"
 
+/* A CSV field into a fixed record field; a field that does not fit fails the test rather than truncating. */
+static void copy_field(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    assert_true(n < cap);
+    memcpy(dst, src, n + 1);
+}
+
 /* Minimal loader for measured.csv (no quoted commas in the fields used; notes may contain commas and are last).
  * Protocol and session follow data/reference/manifest.csv, as the store assigns them. */
 static size_t load_measured(eco_record *rows, size_t cap)
@@ -28,10 +36,10 @@ static size_t load_measured(eco_record *rows, size_t cap)
         if (!fld[11]) continue;
         eco_record *r = &rows[n];
         memset(r, 0, sizeof *r);
-        snprintf(r->gpu, sizeof r->gpu, "%s", fld[0]);
-        snprintf(r->arch, sizeof r->arch, "%s", fld[1]);
+        copy_field(r->gpu, sizeof r->gpu, fld[0]);
+        copy_field(r->arch, sizeof r->arch, fld[1]);
         r->vram_gb = atof(fld[2]);
-        snprintf(r->model, sizeof r->model, "%s", fld[3]);
+        copy_field(r->model, sizeof r->model, fld[3]);
         r->params_b = atof(fld[4]);
         r->precision = !strcmp(fld[5], "NF4") ? ECO_PREC_NF4 : ECO_PREC_INT8_MIXED;
         r->e_fp16_mj = atof(fld[6]);
