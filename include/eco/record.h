@@ -46,7 +46,7 @@ typedef struct {
     char source[160];          /* "measured.csv:7", a run id or a replication file */
     bool synthetic_weights;    /* weights were synthetic (real shapes, random values) */
     bool single_trial;         /* n_trials < 2 */
-    char note[320];
+    char note[448];
 } eco_record;
 
 /* (E_quant - E_fp16) / E_fp16 * 100; negative = quantization saves energy. */
