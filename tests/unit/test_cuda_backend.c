@@ -242,9 +242,10 @@ static void test_generate_on_device_same_tokens(void **state)
     eco_cuda_set_reference_stack(false);
 }
 
-/* Attention over a long context and through a sliding window, with the positions split over 1, 3 and the
- * default number of blocks per head (the split merge, empty splits and the one-block path). */
-static void long_context(eco_model_family fam, int window, const char *splits, int steps)
+/* Attention over a long context and through a sliding window, with the positions split over 1, 3, 64 and
+ * the default number of blocks per head, that number growing with the context (the split merge, empty
+ * splits and the one-block path). `env`: one NAME=VALUE for the engine's creation, or NULL. */
+static void long_context(eco_model_family fam, int window, const char *env, int steps)
 {
     eco_model_config c = tiny(fam);
     c.sliding_window = window;
@@ -255,11 +256,16 @@ static void long_context(eco_model_family fam, int window, const char *splits, i
     o.precision = ECO_PREC_FP16;
     o.kv_f16 = true;
     o.max_seq = steps;
-    if (splits) setenv("ECO_CUDA_ATTN_SPLITS", splits, 1);
+    char name[64] = "";
+    const char *eq = env ? strchr(env, '=') : NULL;
+    if (eq) {
+        snprintf(name, sizeof name, "%.*s", (int)(eq - env), env);
+        setenv(name, eq + 1, 1);
+    }
     eco_engine *cpu, *gpu;
     assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
-    unsetenv("ECO_CUDA_ATTN_SPLITS");
+    if (eq) unsetenv(name);
     float *lc = malloc(sizeof(float) * c.vocab), *lg = malloc(sizeof(float) * c.vocab);
     double worst = 1.0;
     int compared = 0;
@@ -271,8 +277,8 @@ static void long_context(eco_model_family fam, int window, const char *splits, i
         if (cs < worst) worst = cs;
         if (top2_margin(lc, c.vocab) > 1e-2) { assert_int_equal(eco_argmax(lc, c.vocab), eco_argmax(lg, c.vocab)); compared++; }
     }
-    print_message("%-8s window %-4d splits %-7s %d positions: worst logits cosine %.7f, %d tokens compared\n",
-                  eco_model_family_name(fam), window, splits ? splits : "default", steps, worst, compared);
+    print_message("%-8s window %-4d %-24s %d positions: worst logits cosine %.7f, %d tokens compared\n",
+                  eco_model_family_name(fam), window, env ? env : "default splits", steps, worst, compared);
     assert_true(worst >= 0.9999);
     assert_true(compared >= steps / 2);
     free(lc);
@@ -287,12 +293,13 @@ static void test_attention_long_context_and_window(void **state)
     (void)state;
     if (!have_device()) skip();
     long_context(ECO_FAMILY_LLAMA, 0, NULL, 300);
-    long_context(ECO_FAMILY_LLAMA, 0, "1", 300);
-    long_context(ECO_FAMILY_LLAMA, 0, "3", 120);
+    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_MIN=8", 300);
+    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_SPLITS=1", 300);
+    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_SPLITS=3", 120);
     long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
-    long_context(ECO_FAMILY_MISTRAL, 50, "3", 200);
-    long_context(ECO_FAMILY_PHI3, 33, "64", 100);
-    /* A malformed split count is refused, not ignored. */
+    long_context(ECO_FAMILY_MISTRAL, 50, "ECO_CUDA_ATTN_SPLITS=3", 200);
+    long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
+    /* A malformed split count or block size is refused, not ignored. */
     eco_model_config c = tiny(ECO_FAMILY_LLAMA);
     eco_weights *w;
     assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
@@ -303,6 +310,10 @@ static void test_attention_long_context_and_window(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_SPLITS"));
     unsetenv("ECO_CUDA_ATTN_SPLITS");
+    setenv("ECO_CUDA_ATTN_MIN", "many", 1);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_MIN"));
+    unsetenv("ECO_CUDA_ATTN_MIN");
     eco_weights_free(w);
 }
 

@@ -103,7 +103,8 @@ struct State {
     cudaGraphExec_t graph;
     bool graph_ready;
     uint64_t resident;
-    int attn_splits;      /* attention blocks per head (split over positions) */
+    int attn_splits;      /* attention blocks per head (split over positions), at most */
+    int attn_min_positions; /* positions per block below which a token uses fewer splits */
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
 };
@@ -508,22 +509,34 @@ eco_err shape_for(int format, MatvecShape *out)
     return ECO_OK;
 }
 
-// Attention blocks per head: about two blocks per SM over all heads (ECO_CUDA_ATTN_SPLITS=N, 1..64, for
-// tests and A/Bs; 1 is the one-block-per-head kernel without the merge).
-constexpr int kAttnMaxSplits = 64;
-
-eco_err attention_splits(int sm_count, int heads, int *out)
+// A whole number in lo..hi from the environment, or `fallback` when unset; anything else is a clear error.
+eco_err env_int(const char *name, int lo, int hi, int fallback, const char *what, int *out)
 {
-    int n = (2 * sm_count + heads - 1) / heads;
-    *out = n < 1 ? 1 : n > 32 ? 32 : n;
-    const char *v = getenv("ECO_CUDA_ATTN_SPLITS");
+    *out = fallback;
+    const char *v = getenv(name);
     if (!v) return ECO_OK;
     char *end;
     long k = strtol(v, &end, 10);
-    if (end == v || *end || k < 1 || k > kAttnMaxSplits)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_ATTN_SPLITS=\"%s\": want a whole number of blocks per head, 1..%d", v, kAttnMaxSplits);
+    if (end == v || *end || k < lo || k > hi)
+        return eco_fail(ECO_EINVAL, "%s=\"%s\": want a whole number of %s, %d..%d", name, v, what, lo, hi);
     *out = (int)k;
     return ECO_OK;
+}
+
+// Attention blocks per head: at most about two blocks per SM over all heads, and fewer while a block would
+// get under kAttnMinPositions positions (the merge then costs more than the split saves). For tests and
+// A/Bs: ECO_CUDA_ATTN_SPLITS=N (1..64) fixes N blocks per head at any context (1: no merge), and
+// ECO_CUDA_ATTN_MIN=P sets the positions per block.
+constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
+
+eco_err attention_splits(int sm_count, int heads, int *splits, int *min_positions)
+{
+    int n = (2 * sm_count + heads - 1) / heads;
+    n = n < 1 ? 1 : n > 32 ? 32 : n;
+    bool fixed = getenv("ECO_CUDA_ATTN_SPLITS") != NULL;
+    eco_err e = env_int("ECO_CUDA_ATTN_SPLITS", 1, kAttnMaxSplits, n, "blocks per head", splits);
+    if (!e) e = env_int("ECO_CUDA_ATTN_MIN", 1, 1 << 20, fixed ? 1 : kAttnMinPositions, "positions per block", min_positions);
+    return e;
 }
 
 // Column slices for a residual-add linear: enough warps to cover the chip about twice when the rows alone
@@ -653,7 +666,7 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch(s, true, attention, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)s->qkv,
                         (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
-                        c.kv_heads, c.head_dim, window, s->attn_partial, s->attn_done)))
+                        c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done)))
             return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
         if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
@@ -749,7 +762,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
-    if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits))) return e;
+    if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
@@ -1125,9 +1138,11 @@ void eco_cuda_design(char *buf, size_t cap)
                                m.max_splits);
         if (at >= sizeof shapes) break;
     }
-    const char *splits = getenv("ECO_CUDA_ATTN_SPLITS");
-    char attn[48] = "split attention";
-    if (splits) snprintf(attn, sizeof attn, "attention split %.8s/head", splits);
+    const char *splits = getenv("ECO_CUDA_ATTN_SPLITS"), *min_positions = getenv("ECO_CUDA_ATTN_MIN");
+    char attn[64], least[16];
+    if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
+    else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
+    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "", attn,
              d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", d.nf4_pairs ? "fp16 pairs" : "fp32 table",
              shapes);

@@ -594,17 +594,21 @@ __device__ __forceinline__ float part_weight(float m, float top) { return m == -
 
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
-                          int heads, int kv_heads, int head_dim, int window, float *__restrict__ partial,
-                          int *__restrict__ done)
+                          int heads, int kv_heads, int head_dim, int window, int min_per_block,
+                          float *__restrict__ partial, int *__restrict__ done)
 {
     grid_dependents_launch();
     grid_dependency_wait();
     __shared__ float warp_m[kAttnWarps], warp_l[kAttnWarps], warp_acc[kAttnWarps][kAttnMaxHeadDim];
     __shared__ bool last;
-    int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y, pos = *pos_ptr;
+    int h = blockIdx.x, split = blockIdx.y, pos = *pos_ptr;
     int kvh = h / (heads / kv_heads), kv_dim = kv_heads * head_dim;
-    int start = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
-    int per_block = (pos + 1 - start + splits - 1) / splits;
+    int start = window > 0 && pos + 1 > window ? pos + 1 - window : 0, len = pos + 1 - start;
+    // A short context uses fewer splits (the graph's grid is fixed; the spare blocks leave at once): below
+    // min_per_block positions a block would mostly wait for the merge.
+    int splits = min((int)gridDim.y, max(1, (len + min_per_block - 1) / min_per_block));
+    if (split >= splits) return;
+    int per_block = (len + splits - 1) / splits;
     int b0 = start + split * per_block, b1 = min(b0 + per_block, pos + 1);
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     int per_warp = b1 > b0 ? (b1 - b0 + kAttnWarps - 1) / kAttnWarps : 0;
