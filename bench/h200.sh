@@ -10,7 +10,8 @@
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
 #   PROFILE_MODELS x PROFILE_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
-#   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS.
+#   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
+#   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS.
 set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
 W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
@@ -76,13 +77,20 @@ if has variants; then
     done
 fi
 if has matvec; then
-    log "bench_matvec"
-    timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8} > "$W/bench_matvec.txt" 2>&1
-    log "bench_matvec rc=$?"
+    # MATVEC_VARIANTS: ";"-separated env assignments, "-" for the defaults (the env lines come from the defaults).
+    IFS=';' read -ra vs <<< "${MATVEC_VARIANTS:--}"
+    for v in "${vs[@]}"; do
+        f=bench_matvec.txt; [ "$v" != - ] && f="bench_matvec_$(vslug "$v").txt"
+        log "bench_matvec variant $v"
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8}) > "$W/$f" 2>&1
+        log "bench_matvec rc=$?"; grep best "$W/$f"
+    done
     grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"
     cat "$W/matvec.env" # recorded, not applied: measurements use the engine's defaults
-    timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
-    grep -A12 "Qwen2.5-7B fp8" "$W/bench_matvec.txt" | grep best; grep best "$W/bench_matvec_fp8_bits.txt"
+    if [[ "${MATVEC_PRECS:-fp8}" == *fp8* ]]; then
+        timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
+        grep best "$W/bench_matvec_fp8_bits.txt"
+    fi
 fi
 if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
