@@ -50,7 +50,7 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_pairs;
+    bool reference_stack, pdl, fused, fp8_hw;
 };
 
 bool env_is(const char *name, const char *value)
@@ -66,7 +66,6 @@ Design requested_design(void)
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
-    d.nf4_pairs = !env_is("ECO_CUDA_NF4", "table16");
     return d;
 }
 
@@ -75,7 +74,6 @@ struct State {
     eco_engine_options opt;
     bool reference_stack;
     bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
-    bool nf4_pairs; /* nf4 through the fp16 pair table (ECO_CUDA_NF4=table16: the fp32 16-entry table) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
@@ -452,15 +450,15 @@ template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
     }
 }
 
-MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_pairs, int r, int u)
+MatvecFn pick_matvec(int format, bool fp8_hw, int r, int u)
 {
     switch (format) {
     case ECO_PREC_FP16: return pick_shape<W_F16, false>(r, u);
     case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
     case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
     case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
-    case ECO_PREC_NF4: return nf4_pairs ? pick_shape<W_NF4P, false>(r, u) : pick_shape<W_NF4, false>(r, u);
-    case ECO_PREC_NF4_DQ: return nf4_pairs ? pick_shape<W_NF4P, true>(r, u) : pick_shape<W_NF4, true>(r, u);
+    case ECO_PREC_NF4: return pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return pick_shape<W_NF4, true>(r, u);
     default: return NULL;
     }
 }
@@ -482,7 +480,7 @@ MatvecShape default_shape(int format)
 
 bool shape_valid(const MatvecShape &m)
 {
-    return pick_matvec(ECO_PREC_FP16, false, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
+    return pick_matvec(ECO_PREC_FP16, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
 }
 
 const char *shape_env_name(int format)
@@ -608,7 +606,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
         if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     }
-    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, s->nf4_pairs, r, u);
+    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
     if (d.format == ECO_PREC_INT8_MIXED) {
         eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
@@ -747,7 +745,6 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     Design design = requested_design();
     s->reference_stack = design.reference_stack;
     s->fp8_hw = design.fp8_hw;
-    s->nf4_pairs = design.nf4_pairs;
     s->pdl = design.pdl;
     s->fused = design.fused;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
@@ -1001,14 +998,13 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
                               double *us_per_call, double *gb_per_s)
 {
     MatvecShape m{rows_per_warp, unroll, splits};
-    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, requested_design().nf4_pairs, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
+    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
         return eco_fail(ECO_EINVAL, "matvec bench: unsupported shape (format %d, %d x %d, R=%d U=%d S=%d)", precision, rows,
                         cols, rows_per_warp, unroll, splits);
     State s;
     memset(&s, 0, sizeof s);
     s.pdl = true;
     s.fp8_hw = fp8_hw;
-    s.nf4_pairs = requested_design().nf4_pairs;
     s.shape = m;
     s.force_splits = splits;
     cudaDeviceProp prop;
@@ -1076,7 +1072,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     cudaEvent_t a = NULL, b = NULL;
     const int per_graph = copies < 16 ? 32 : 2 * copies;
     if (!err) {
-        fill_random<<<64, 256, 0, s.stream>>>((uint8_t *)x, (size_t)cols * 2, 7u); // any bits: speed does not depend on them
+        fill_half<<<64, 256, 0, s.stream>>>(x, (size_t)cols, 7u);
         cudaMemsetAsync(s.n_outliers, 0, sizeof(int), s.stream);
         fill_random<<<64, 256, 0, s.stream>>>((uint8_t *)s.xq, (size_t)cols, 5u);
         fill_float<<<1, 32, 0, s.stream>>>(s.x_absmax, 1, 3.f);
@@ -1143,9 +1139,8 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "", attn,
-             d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", d.nf4_pairs ? "fp16 pairs" : "fp32 table",
-             shapes);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 fp32 table; matvec R.U.S %s", d.pdl ? "+PDL" : "",
+             attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -62,21 +62,13 @@ __device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddep
 // fp32 table in shared memory (16 distinct banks: any lookup pattern is conflict-free).
 constexpr int kWarpsPerBlock = 4;
 
-enum WeightKind {
-    W_F16 = 0, W_I8 = 1, W_FP8 = 2,
-    W_NF4 = 3,    // nf4 through a 16-entry fp32 table, fp32 products (ECO_CUDA_NF4=table16)
-    W_FP8_HW = 4,
-    W_I8X = 5,    // LLM.int8(): int8 x int8
-    W_NF4P = 6,   // nf4 through a 256-entry table of fp16 pairs, one lookup per byte, fp16 products
-};
-__host__ __device__ constexpr bool is_nf4(int k) { return k == W_NF4 || k == W_NF4P; }
+enum WeightKind { W_F16 = 0, W_I8 = 1, W_FP8 = 2, W_NF4 = 3, W_FP8_HW = 4, W_I8X = 5 /* LLM.int8(): int8 x int8 */ };
 
 template <int K> struct Elems;                       // weights per 16-byte load
 template <> struct Elems<W_F16> { static constexpr int n = 8; };
 template <> struct Elems<W_I8> { static constexpr int n = 16; };
 template <> struct Elems<W_FP8> { static constexpr int n = 16; };
 template <> struct Elems<W_NF4> { static constexpr int n = 32; };
-template <> struct Elems<W_NF4P> { static constexpr int n = 32; };
 template <> struct Elems<W_FP8_HW> { static constexpr int n = 16; };
 template <> struct Elems<W_I8X> { static constexpr int n = 16; };
 
@@ -200,43 +192,6 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
     return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-// nf4 with one shared-memory lookup per byte: entry b holds the fp16 pair (code[b >> 4], code[b & 15]) (the
-// first element is the high nibble), multiplied with the fp16 x pair and summed in four fp16 pair chains of
-// four. Half the lookups and about half the instructions of the fp32 table; each 32-weight partial is exact
-// to fp16 rounding (the CPU reference rounds nothing; test_cuda_backend bounds the difference). |code| <= 1,
-// so a partial overflows only if x holds values near the fp16 limit: then the chunk is redone in fp32.
-__device__ __forceinline__ float dot16_nf4_fp32(uint4 w, const uint4 (&xh)[4])
-{
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        unsigned byte = (u[i / 4] >> (8 * (i % 4))) & 0xFFu;
-        float2 xf = __half22float2(x[i]);
-        acc = fmaf(c_nf4[byte >> 4], xf.x, acc);
-        acc = fmaf(c_nf4[byte & 15u], xf.y, acc);
-    }
-    return acc;
-}
-
-__device__ __forceinline__ float dot16_nf4_pairs(uint4 w, const uint4 (&xh)[4], const __half2 *lut_pairs)
-{
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
-    __half2 acc[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) acc[k] = __hfma2(lut_pairs[(u[i] >> (8 * k)) & 0xFFu], x[4 * i + k], acc[k]);
-    }
-    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
-    float part = f.x + f.y;
-    return isfinite(part) ? part : dot16_nf4_fp32(w, xh);
-}
-
 // The rows of one work item, in the order the epilogue expects.
 template <int R> __device__ __forceinline__ void item_rows(const MatvecParams &p, int unit, int (&row)[R])
 {
@@ -329,7 +284,7 @@ __device__ __forceinline__ void load_batch(const MatvecParams &p, const uint8_t 
         for (int r = 0; r < R; r++) {
             if (c < c1) {
                 b.w[u][r] = load_stream(base[r] + (size_t)c * 16);
-                if constexpr (is_nf4(K)) {
+                if constexpr (K == W_NF4) {
                     size_t block = ((size_t)row[r] * (size_t)p.cols + (size_t)c * E) >> p.block_shift;
                     if constexpr (DoubleQuant) {
                         b.code[u][r] = __ldg(p.absmax_q + block);
@@ -350,15 +305,9 @@ template <int K, bool DoubleQuant, int R, int U>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecParams p)
 {
     __shared__ float lut[K == W_NF4 ? 16 : 1];
-    __shared__ __half2 lut_pairs[K == W_NF4P ? 256 : 1];
-    __shared__ float dmap[is_nf4(K) && DoubleQuant ? 256 : 1];
-    if constexpr (is_nf4(K)) {
-        if constexpr (K == W_NF4P) {
-            for (int i = threadIdx.x; i < 256; i += blockDim.x)
-                lut_pairs[i] = __halves2half2(__float2half(c_nf4[i >> 4]), __float2half(c_nf4[i & 15]));
-        } else if (threadIdx.x < 16) {
-            lut[threadIdx.x] = c_nf4[threadIdx.x];
-        }
+    __shared__ float dmap[K == W_NF4 && DoubleQuant ? 256 : 1];
+    if constexpr (K == W_NF4) {
+        if (threadIdx.x < 16) lut[threadIdx.x] = c_nf4[threadIdx.x];
         if constexpr (DoubleQuant)
             for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
         __syncthreads();
@@ -372,7 +321,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
     int unit = item / p.splits, split = item % p.splits;
     int row[R];
     item_rows<R>(p, unit, row);
-    size_t row_bytes = is_nf4(K) ? (size_t)p.cols / 2 : K == W_F16 ? (size_t)p.cols * 2 : (size_t)p.cols;
+    size_t row_bytes = K == W_NF4 ? (size_t)p.cols / 2 : K == W_F16 ? (size_t)p.cols * 2 : (size_t)p.cols;
     const uint8_t *base[R];
 #pragma unroll
     for (int r = 0; r < R; r++) base[r] = p.w + (size_t)row[r] * row_bytes;
@@ -402,16 +351,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
                     iacc[r] = __dp4a((int)cur.w[u][r].y, (int)a.y, iacc[r]);
                     iacc[r] = __dp4a((int)cur.w[u][r].z, (int)a.z, iacc[r]);
                     iacc[r] = __dp4a((int)cur.w[u][r].w, (int)a.w, iacc[r]);
-                }
-            } else if constexpr (K == W_NF4P) {
-                uint4 xh[E / 8]; // x stays fp16: 32 values as 16 pairs
-#pragma unroll
-                for (int i = 0; i < E / 8; i++) xh[i] = __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float part = dot16_nf4_pairs(cur.w[u][r], xh, lut_pairs);
-                    float am = DoubleQuant ? dmap[cur.code[u][r]] * cur.am[u][r] + p.absmax_offset : cur.am[u][r];
-                    acc[r] = fmaf(part, am, acc[r]);
                 }
             } else {
                 float xf[E];
@@ -776,6 +715,19 @@ __global__ void fill_random(uint8_t *__restrict__ p, size_t n, uint32_t seed)
         h *= 0x2C1B3C6Du;
         h ^= h >> 12;
         p[i] = (uint8_t)(h | 1u);
+    }
+}
+
+// Deterministic fp16 activations in [-2, 2): finite, like a normed hidden state (random bits would include
+// NaN and infinities, and a decoder with a data-dependent path would then be timed on the wrong path).
+__global__ void fill_half(__half *__restrict__ p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+        h ^= h >> 15;
+        h *= 0x2C1B3C6Du;
+        h ^= h >> 12;
+        p[i] = __float2half((float)(h & 0xFFFFu) / 16384.f - 2.f);
     }
 }
 
