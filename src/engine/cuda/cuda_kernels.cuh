@@ -706,29 +706,28 @@ __global__ void argmax_final(const float *__restrict__ part_v, const int *__rest
     }
 }
 
+// A cheap integer hash of (index, seed) for the benchmark fills below.
+__device__ __forceinline__ uint32_t fill_hash(size_t i, uint32_t seed)
+{
+    uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    return h ^ (h >> 12);
+}
+
 // Deterministic pseudo-random bytes (bench_matvec weights); never zeros, which can run faster than data.
 __global__ void fill_random(uint8_t *__restrict__ p, size_t n, uint32_t seed)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
-        h ^= h >> 15;
-        h *= 0x2C1B3C6Du;
-        h ^= h >> 12;
-        p[i] = (uint8_t)(h | 1u);
-    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = (uint8_t)(fill_hash(i, seed) | 1u);
 }
 
 // Deterministic fp16 activations in [-2, 2): finite, like a normed hidden state (random bits would include
 // NaN and infinities, and a decoder with a data-dependent path would then be timed on the wrong path).
 __global__ void fill_half(__half *__restrict__ p, size_t n, uint32_t seed)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
-        h ^= h >> 15;
-        h *= 0x2C1B3C6Du;
-        h ^= h >> 12;
-        p[i] = __float2half((float)(h & 0xFFFFu) / 16384.f - 2.f);
-    }
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __float2half((float)(fill_hash(i, seed) & 0xFFFFu) / 16384.f - 2.f);
 }
 
 __global__ void fill_float(float *__restrict__ p, size_t n, float v)
