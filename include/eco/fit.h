@@ -233,6 +233,18 @@ size_t eco_gpu_count(void);
 const eco_gpu_spec *eco_gpu_at(size_t i);
 /* Card name (normalised match), else the arch's reference card. ECO_ENOTFOUND listing supported cards. */
 eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact);
+/* A GPU name or an architecture as the API and the browser take it: an architecture name or alias, else a
+ * known card's architecture. ECO_ENOTFOUND (listing the cards) otherwise. */
+eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch);
+
+/* Request limits the service and the browser share for model sizes. */
+#define ECO_PARAMS_B_MAX 2000.0
+#define ECO_PARAMS_COUNT_MIN 1e6
+/* Model size of a request: params_b in billions, or an absolute count (>= 1e6, e.g. 7e9 -> 7); else the size
+ * of the preset `model` names (NULL: none). *preset: that preset, or NULL. ECO_ENOTFOUND for an unknown
+ * preset without params_b (the message lists the presets), ECO_EINVAL for a size out of range or missing. */
+eco_err eco_resolve_model_size(const char *model, bool has_params_b, double params_b, double *params_b_out,
+                               const eco_model_config **preset);
 
 typedef enum { ECO_OBJ_ENERGY = 0, ECO_OBJ_LATENCY, ECO_OBJ_BALANCED } eco_objective;
 const char *eco_objective_name(eco_objective o);

@@ -98,6 +98,45 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
                           name, list);
 }
 
+eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch)
+{
+    eco_err e = eco_arch_from_gpu_name(gpu, arch);
+    if (!e) return ECO_OK;
+    const eco_gpu_spec *g;
+    if (eco_gpu_find(gpu, &g, NULL) == ECO_OK) { *arch = g->arch; eco_clear_error(); return ECO_OK; }
+    return e; /* eco_gpu_find's message lists the supported cards */
+}
+
+eco_err eco_resolve_model_size(const char *model, bool has_params_b, double params_b, double *params_b_out,
+                               const eco_model_config **preset)
+{
+    *preset = NULL;
+    if (model) {
+        *preset = eco_preset_find(model);
+        if (!*preset && !has_params_b) {
+            char list[512];
+            size_t len = 0;
+            for (size_t i = 0; i < eco_preset_count() && len < sizeof list; i++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", eco_preset_at(i)->name);
+            return eco_fail_field(ECO_ENOTFOUND, "model", "unknown model '%s'; presets: %s (or give params_b)", model, list);
+        }
+    }
+    if (has_params_b) {
+        double v = params_b;
+        if (!(v > 0)) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be > 0, got %g", v);
+        if (v >= ECO_PARAMS_COUNT_MIN) v /= 1e9;
+        else if (v > ECO_PARAMS_B_MAX)
+            return eco_fail_field(ECO_EINVAL, "params_b", "params_b %g is neither billions (<= %g) nor a parameter count (>= 1e6)",
+                                  params_b, ECO_PARAMS_B_MAX);
+        if (v > ECO_PARAMS_B_MAX)
+            return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be <= %g billion, got %g", ECO_PARAMS_B_MAX, v);
+        *params_b_out = v;
+        return ECO_OK;
+    }
+    if (*preset) { *params_b_out = (double)eco_model_param_count(*preset) / 1e9; return ECO_OK; }
+    return eco_fail_field(ECO_EINVAL, "params_b", "give the model size: params_b (e.g. 7 or 7e9) or model (a preset name)");
+}
+
 const char *eco_objective_name(eco_objective o)
 {
     return o == ECO_OBJ_ENERGY ? "energy" : o == ECO_OBJ_LATENCY ? "latency" : "balanced";

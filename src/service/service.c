@@ -137,45 +137,10 @@ static eco_err parse_params(const json_t *params, eco_params_origin origin, cons
     return ECO_OK;
 }
 
-#define PARAMS_B_MAX 2000.0
-#define PARAMS_COUNT_MIN 1e6
-
-/* Model size: params_b in billions, or an absolute count (>= 1e6, e.g. 7e9 -> 7); else the preset's exact count. */
+/* Model size: params_b (billions or a count), else the named preset's exact count (eco_resolve_model_size). */
 static eco_err resolve_size(const pval *pb, const pval *model, double *params_b, const eco_model_config **preset)
 {
-    *preset = NULL;
-    if (model->present) {
-        *preset = eco_preset_find(model->s);
-        if (!*preset && !pb->present) {
-            char list[512];
-            size_t len = 0;
-            for (size_t i = 0; i < eco_preset_count(); i++)
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", eco_preset_at(i)->name);
-            return eco_fail_field(ECO_ENOTFOUND, "model", "unknown model '%s'; presets: %s (or give params_b)", model->s, list);
-        }
-    }
-    if (pb->present) {
-        double v = pb->d;
-        if (!(v > 0)) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be > 0, got %g", v);
-        if (v >= PARAMS_COUNT_MIN) v /= 1e9;
-        else if (v > PARAMS_B_MAX)
-            return eco_fail_field(ECO_EINVAL, "params_b",
-                                  "params_b %g is neither billions (<= %g) nor a parameter count (>= 1e6)", pb->d, PARAMS_B_MAX);
-        if (v > PARAMS_B_MAX) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be <= %g billion, got %g", PARAMS_B_MAX, v);
-        *params_b = v;
-        return ECO_OK;
-    }
-    if (*preset) { *params_b = (double)eco_model_param_count(*preset) / 1e9; return ECO_OK; }
-    return eco_fail_field(ECO_EINVAL, "params_b", "give the model size: params_b (e.g. 7 or 7e9) or model (a preset name)");
-}
-
-static eco_err resolve_gpu(const char *gpu, const char **arch)
-{
-    eco_err e = eco_arch_from_gpu_name(gpu, arch);
-    if (!e) return ECO_OK;
-    const eco_gpu_spec *g;
-    if (eco_gpu_find(gpu, &g, NULL) == ECO_OK) { *arch = g->arch; eco_clear_error(); return ECO_OK; }
-    return e == ECO_ENOTFOUND ? ECO_ENOTFOUND : e; /* eco_gpu_find's message lists the supported cards */
+    return eco_resolve_model_size(model->present ? model->s : NULL, pb->present, pb->d, params_b, preset);
 }
 
 /* An unknown precision name is a lookup failure (400 with the list), not a malformed value. */
@@ -221,7 +186,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     if (e) return e;
     if (!v[0].present) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\" or an architecture)");
     const char *arch;
-    if ((e = resolve_gpu(v[0].s, &arch))) return e;
+    if ((e = eco_gpu_resolve_arch(v[0].s, &arch))) return e;
     eco_precision prec = ECO_PREC_NF4;
     if (v[1].present && (e = eco_precision_parse(v[1].s, &prec))) return not_found_precision();
     if (prec == ECO_PREC_FP16)

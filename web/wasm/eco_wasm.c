@@ -33,8 +33,6 @@
 #define WASM_OUT_CAP (256 * 1024)
 
 /* same limits as the service's parameter specs, so the browser rejects what the API rejects */
-#define PARAMS_B_MAX 2000.0
-#define PARAMS_COUNT_MIN 1e6
 #define PARAMS_IN_MAX 2e12
 #define BATCH_MAX 1024
 #define CTX_MAX 1048576
@@ -308,43 +306,6 @@ static eco_err check_number(double d, const char *name, double min, double max, 
     return ECO_OK;
 }
 
-static eco_err resolve_size(bool has_pb, double pb, const char *model, double *params_b, const eco_model_config **preset)
-{
-    *preset = NULL;
-    if (model) {
-        *preset = eco_preset_find(model);
-        if (!*preset && !has_pb) {
-            char list[512];
-            size_t len = 0;
-            for (size_t i = 0; i < eco_preset_count() && len < sizeof list; i++)
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", eco_preset_at(i)->name);
-            return eco_fail_field(ECO_ENOTFOUND, "model", "unknown model '%s'; presets: %s (or give params_b)", model, list);
-        }
-    }
-    if (has_pb) {
-        double v = pb;
-        if (!(v > 0)) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be > 0, got %g", v);
-        if (v >= PARAMS_COUNT_MIN) v /= 1e9;
-        else if (v > PARAMS_B_MAX)
-            return eco_fail_field(ECO_EINVAL, "params_b", "params_b %g is neither billions (<= %g) nor a parameter count (>= 1e6)",
-                                  pb, PARAMS_B_MAX);
-        if (v > PARAMS_B_MAX) return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be <= %g billion, got %g", PARAMS_B_MAX, v);
-        *params_b = v;
-        return ECO_OK;
-    }
-    if (*preset) { *params_b = (double)eco_model_param_count(*preset) / 1e9; return ECO_OK; }
-    return eco_fail_field(ECO_EINVAL, "params_b", "give the model size: params_b (e.g. 7 or 7e9) or model (a preset name)");
-}
-
-static eco_err resolve_gpu(const char *gpu, const char **arch)
-{
-    eco_err e = eco_arch_from_gpu_name(gpu, arch);
-    if (!e) return ECO_OK;
-    const eco_gpu_spec *g;
-    if (eco_gpu_find(gpu, &g, NULL) == ECO_OK) { *arch = g->arch; eco_clear_error(); return ECO_OK; }
-    return e;
-}
-
 static void anchor_json(const eco_anchor *a)
 {
     obj();
@@ -378,7 +339,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     if (!isnan(cd)) TRYF(check_number(cd, "ctx", 1, CTX_MAX, true));
     if (!present(0)) TRYF(eco_fail_field(ECO_EINVAL, "gpu", "gpu is required (a card such as \"RTX 4090\" or an architecture)"));
     const char *arch;
-    TRYF(resolve_gpu(g_str[0], &arch));
+    TRYF(eco_gpu_resolve_arch(g_str[0], &arch));
     eco_precision prec = ECO_PREC_NF4;
     if (present(1) && eco_precision_parse(g_str[1], &prec)) {
         char msg[512]; /* copied first: formatting the last error into itself would overlap */
@@ -390,7 +351,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     double N;
     const eco_model_config *preset;
     const char *model_in = present(2) ? g_str[2] : NULL;
-    TRYF(resolve_size(!isnan(pb), pb, model_in, &N, &preset));
+    TRYF(eco_resolve_model_size(model_in, !isnan(pb), pb, &N, &preset));
     int batch = isnan(bd) ? 1 : (int)bd, ctxlen = isnan(cd) ? 2048 : (int)cd;
     const char *model = model_in ? (preset ? preset->name : model_in) : NULL;
 
@@ -498,7 +459,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     double N;
     const eco_model_config *preset;
     const char *model_in = present(1) ? g_str[1] : NULL;
-    TRYF(resolve_size(!isnan(pb), pb, model_in, &N, &preset));
+    TRYF(eco_resolve_model_size(model_in, !isnan(pb), pb, &N, &preset));
     if (!isnan(pb)) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective objective = ECO_OBJ_ENERGY;
     if (present(2)) TRYF(eco_objective_parse(g_str[2], &objective));
