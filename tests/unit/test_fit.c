@@ -258,6 +258,43 @@ static void test_unknown_gpu(void **state)
     assert_string_equal(g->arch, "ada");
 }
 
+/* The request resolvers the service and the browser share. */
+static void test_request_resolvers(void **state)
+{
+    (void)state;
+    const char *arch;
+    assert_int_equal(eco_gpu_resolve_arch("hopper", &arch), ECO_OK);
+    assert_string_equal(arch, "hopper");
+    assert_int_equal(eco_gpu_resolve_arch("NVIDIA H200", &arch), ECO_OK);
+    assert_string_equal(arch, "hopper");
+    assert_int_equal(eco_gpu_resolve_arch("RTX 4090", &arch), ECO_OK);
+    assert_string_equal(arch, "ada");
+    assert_int_equal(eco_gpu_resolve_arch("Voodoo 5", &arch), ECO_ENOTFOUND);
+    assert_string_equal(eco_last_error_field(), "gpu");
+
+    const eco_model_config *preset;
+    double b = 0;
+    assert_int_equal(eco_resolve_model_size(NULL, true, 7e9, &b, &preset), ECO_OK); /* a count */
+    assert_true(fabs(b - 7.0) < 1e-12);
+    assert_null(preset);
+    assert_int_equal(eco_resolve_model_size(NULL, true, 14, &b, &preset), ECO_OK); /* billions */
+    assert_true(fabs(b - 14.0) < 1e-12);
+    assert_int_equal(eco_resolve_model_size("Qwen2.5-7B", false, 0, &b, &preset), ECO_OK); /* the preset's exact count */
+    assert_non_null(preset);
+    assert_true(fabs(b - (double)eco_model_param_count(preset) / 1e9) < 1e-12);
+    assert_true(b > 7.0 && b < 8.0);
+    assert_int_equal(eco_resolve_model_size("Qwen2.5-7B", true, 3, &b, &preset), ECO_OK); /* params_b wins */
+    assert_true(fabs(b - 3.0) < 1e-12);
+    assert_int_equal(eco_resolve_model_size("GPT-9", false, 0, &b, &preset), ECO_ENOTFOUND);
+    assert_string_equal(eco_last_error_field(), "model");
+    assert_non_null(strstr(eco_last_error(), "Llama-3.1-8B")); /* the presets are listed */
+    assert_int_equal(eco_resolve_model_size(NULL, true, 5000, &b, &preset), ECO_EINVAL); /* neither billions nor a count */
+    assert_string_equal(eco_last_error_field(), "params_b");
+    assert_int_equal(eco_resolve_model_size(NULL, true, 3e12, &b, &preset), ECO_EINVAL); /* 3000 billion */
+    assert_int_equal(eco_resolve_model_size(NULL, true, -1, &b, &preset), ECO_EINVAL);
+    assert_int_equal(eco_resolve_model_size(NULL, false, 0, &b, &preset), ECO_EINVAL); /* no size at all */
+}
+
 static void test_optimizer_budgets(void **state)
 {
     (void)state;
@@ -404,7 +441,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
-        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu),
+        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
