@@ -64,7 +64,9 @@ typedef struct {
     double decode_mj_per_token_gross, decode_mj_per_token_net, e2e_mj_per_token_gross;
     double mean_power_w, instant_trapz_j, counter_vs_instant_ratio;
     int temp_start_c, temp_end_c;
-    uint64_t clock_event_reasons;
+    uint64_t clock_event_reasons; /* every reason any timeline sample in the window reported, and the end sample's */
+    unsigned sm_mhz_min;          /* lowest SM clock the timeline saw in the window; 0 unknown */
+    double sm_mhz_mean;           /* mean over those samples; NAN unknown */
 } eco_window;
 
 typedef struct eco_measurement eco_measurement;

@@ -150,6 +150,25 @@ static double tail_energy_j(const eco_measurement *m, eco_sampler *s, double t_w
     return isfinite(m->idle_before_w) ? m->idle_before_w * tail_s : 0;
 }
 
+/* Clocks over a window from the timeline: the reasons any sample reported (the end-of-window read alone can
+ * miss a power cap that came and went), and the lowest and mean SM clock. */
+static void window_clocks(const eco_power_sample *p, size_t n, eco_window *w)
+{
+    unsigned lo = 0;
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].t_s < w->t0_s || p[i].t_s > w->t1_s) continue;
+        w->clock_event_reasons |= p[i].clock_event_reasons;
+        if (!p[i].sm_mhz) continue;
+        lo = k == 0 || p[i].sm_mhz < lo ? p[i].sm_mhz : lo;
+        sum += p[i].sm_mhz;
+        k++;
+    }
+    w->sm_mhz_min = lo;
+    w->sm_mhz_mean = k ? sum / (double)k : NAN;
+}
+
 static eco_err run_generations(eco_workload *w, int config, int count, int tokens, double *prefill_s, double *decode_s,
                                long *generated)
 {
@@ -239,7 +258,10 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     win.e2e_mj_per_token_gross = win.energy_j * 1000.0 / (double)win.tokens;
     win.instant_trapz_j = NAN;
     win.counter_vs_instant_ratio = NAN;
+    win.sm_mhz_min = 0;
+    win.sm_mhz_mean = NAN;
     if (meter && s) {
+        window_clocks(eco_sampler_samples(s), eco_sampler_count(s), &win);
         win.instant_trapz_j = eco_power_trapz_j(eco_sampler_samples(s), eco_sampler_count(s), win.t0_s, win.t1_s, 0);
         if (win.instant_trapz_j > 0) {
             win.counter_vs_instant_ratio = win.energy_j / win.instant_trapz_j;
@@ -484,6 +506,8 @@ json_t *eco_measurement_windows_json(const eco_measurement *m)
         char reasons[160];
         eco_clock_event_reasons_str(w->clock_event_reasons, reasons, sizeof reasons);
         json_object_set_new(o, "clock_event_reasons", json_string(reasons));
+        json_object_set_new(o, "sm_mhz_min", w->sm_mhz_min ? json_integer(w->sm_mhz_min) : json_null());
+        json_object_set_new(o, "sm_mhz_mean", num_or_null(w->sm_mhz_mean));
         json_array_append_new(arr, o);
     }
     return arr;

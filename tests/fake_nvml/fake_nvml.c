@@ -9,6 +9,7 @@
  *   - a counter read costs ECO_FAKE_NVML_READ_US microseconds (2000).
  * fake_nvml_true_energy_j(t0, t1) gives the truth over CLOCK_MONOTONIC_RAW times, for tests. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +197,37 @@ int nvmlDeviceGetArchitecture(nvmlDevice_t dev, unsigned *arch) { (void)dev; *ar
 int nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvml_memory *m) { (void)dev; m->total = 150754820096ull; m->free = m->total; m->used = 0; return 0; }
 int nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev, unsigned *mw) { (void)dev; *mw = 700000; return 0; }
 int nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t dev, unsigned *mw) { (void)dev; *mw = 700000; return 0; }
-int nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned *mhz) { (void)dev; *mhz = type == 2 ? 3201 : 1980; return 0; }
+/* ECO_FAKE_NVML_THROTTLE="period_ms:duty:sm_mhz:reasons": for the first `duty` of every period the SM clock
+ * reads sm_mhz and the clock-event reasons `reasons` (e.g. 4, software power cap); otherwise 1980 MHz, none. */
+static bool throttled_now(unsigned *sm_mhz, unsigned long long *reasons)
+{
+    const char *t = getenv("ECO_FAKE_NVML_THROTTLE");
+    double period_ms, duty;
+    unsigned mhz;
+    unsigned long long r;
+    if (!t || sscanf(t, "%lf:%lf:%u:%llu", &period_ms, &duty, &mhz, &r) != 4 || period_ms <= 0) return false;
+    double phase = fmod((now_mono() - origin) * 1000.0, period_ms) / period_ms;
+    if (phase >= duty) return false;
+    if (sm_mhz) *sm_mhz = mhz;
+    if (reasons) *reasons = r;
+    return true;
+}
+
+int nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned *mhz)
+{
+    (void)dev;
+    *mhz = type == 2 ? 3201 : 1980;
+    if (type != 2) throttled_now(mhz, NULL);
+    return 0;
+}
 int nvmlDeviceGetMaxClockInfo(nvmlDevice_t dev, int type, unsigned *mhz) { (void)dev; *mhz = type == 2 ? 3201 : 1980; return 0; }
 int nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned *c) { (void)dev; (void)sensor; *c = 41; return 0; }
 int nvmlDeviceGetPerformanceState(nvmlDevice_t dev, int *p) { (void)dev; *p = 0; return 0; }
-int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *r) { (void)dev; *r = 0; return 0; }
+int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *r)
+{
+    (void)dev;
+    *r = 0;
+    throttled_now(NULL, r);
+    return 0;
+}
 int nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode) { (void)dev; *mode = 1; return 0; }

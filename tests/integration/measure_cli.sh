@@ -33,6 +33,16 @@ json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
 # At constant power, energy per token is power x time per token: check against the measured speed.
 json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
 "$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
+json "$T/fake.json" "d.windows.every(w => w.sm_mhz_min===1980 && w.sm_mhz_mean===1980 && w.clock_event_reasons==='none') && !d.flags.includes('throttled')"
+# 2b. A power cap that comes and goes inside the windows is recorded per window, flagged and reported.
+ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_THROTTLE=100:0.3:1410:4 \
+  "$ECO" measure "${common[@]}" --idle 0.3 --meter nvml --precisions fp16,nf4 --out "$T/capped.json" --report "$T/capped.md"
+"$ECO" validate "$T/capped.json" >/dev/null || fail "capped energy.json does not validate"
+json "$T/capped.json" "d.windows.every(w => w.sm_mhz_min===1410 && w.sm_mhz_mean>1410 && w.sm_mhz_mean<1980 && w.clock_event_reasons.includes('sw_power_cap'))"
+json "$T/capped.json" "d.results.every(r => r.flags.includes('throttled'))"
+grep -q "SM clock in the windows: fp16 min 1410" "$T/capped.md" || fail "report lacks the clocks in the windows"
+grep -q "clock events: sw_power_cap" "$T/capped.md" || fail "report lacks the power cap"
+
 "$ECO" report "$T/fake.json" | grep -q "Engine design" && fail "a CPU run's report names a CUDA kernel design"
 # A GPU run's report names the kernel design it measured (software.engine_design).
 H200="$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-7b.energy.json"

@@ -71,6 +71,7 @@ static int close_meter(void **state)
     eco_nvml_close((eco_nvml *)*state);
     *state = NULL;
     unsetenv("ECO_FAKE_NVML_COUNTER_MS");
+    unsetenv("ECO_FAKE_NVML_THROTTLE");
     return 0;
 }
 
@@ -124,6 +125,37 @@ static void test_protocol_with_fake_meter(void **state)
     assert_near(json_real_value(json_object_get(st, "counter_update_median_ms")), 100.0, 15.0);
     json_decref(meter_json);
     eco_measurement_free(m);
+}
+
+/* A power cap that comes and goes inside the windows (30 ms of every 100 ms at 1500 MHz, reason 4 = software
+ * power cap) shows in every window's reasons and clocks, and flags the results: the end-of-window read alone
+ * would have caught it in about a third of them. */
+static void test_clock_events_inside_windows(void **state)
+{
+    use_fake_nvml("const:300");
+    setenv("ECO_FAKE_NVML_THROTTLE", "100:0.3:1500:4", 1);
+    eco_nvml *meter = NULL;
+    assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+    *state = meter;
+    fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    const eco_window *win = eco_measurement_windows(m);
+    for (size_t i = 0; i < eco_measurement_window_count(m); i++) {
+        assert_true(win[i].clock_event_reasons & 4u);
+        assert_int_equal(win[i].sm_mhz_min, 1500);
+        assert_true(win[i].sm_mhz_mean > 1500.0 && win[i].sm_mhz_mean < 1980.0);
+    }
+    json_t *windows = eco_measurement_windows_json(m);
+    json_t *w0 = json_array_get(windows, 0);
+    assert_int_equal(json_integer_value(json_object_get(w0, "sm_mhz_min")), 1500);
+    assert_non_null(strstr(json_string_value(json_object_get(w0, "clock_event_reasons")), "sw_power_cap"));
+    json_decref(windows);
+    eco_measurement_free(m);
+    unsetenv("ECO_FAKE_NVML_THROTTLE");
 }
 
 static void test_no_meter_marks_energy_unavailable(void **state)
@@ -203,6 +235,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_protocol_with_fake_meter, close_meter),
+        cmocka_unit_test_teardown(test_clock_events_inside_windows, close_meter),
         cmocka_unit_test(test_no_meter_marks_energy_unavailable),
         cmocka_unit_test_teardown(test_failed_self_test_measures_without_energy, close_meter),
         cmocka_unit_test(test_bad_options),
