@@ -75,20 +75,27 @@ static int close_meter(void **state)
     return 0;
 }
 
-static void test_protocol_with_fake_meter(void **state)
+/* The protocol on the fake meter drawing `power`: fp16 takes 2 ms per token, nf4 1 ms, prefill 4 ms. The meter
+ * goes to *state for the teardown. */
+static eco_measurement *run_on_fake_meter(void **state, const char *power)
 {
-    use_fake_nvml("const:200");
+    use_fake_nvml(power);
     eco_nvml *meter = NULL;
     assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
     *state = meter;
-
-    /* fp16 takes 2 ms per token, nf4 1 ms: at constant power, decode energy per token halves (-50%). */
     fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
     eco_workload wl = {.ctx = &w, .generate = fake_generate};
     eco_measure_options o;
     small_options(&o);
     eco_measurement *m = NULL;
     assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    return m;
+}
+
+static void test_protocol_with_fake_meter(void **state)
+{
+    /* fp16 takes 2 ms per token, nf4 1 ms: at constant power, decode energy per token halves (-50%). */
+    eco_measurement *m = run_on_fake_meter(state, "const:200");
     assert_string_equal(eco_measurement_basis(m), "measured");
     assert_int_equal(eco_measurement_window_count(m), 6);
     assert_near(eco_measurement_idle_before_w(m), 200.0, 2.0);
@@ -132,17 +139,8 @@ static void test_protocol_with_fake_meter(void **state)
  * would have caught it in about a third of them. */
 static void test_clock_events_inside_windows(void **state)
 {
-    use_fake_nvml("const:300");
     setenv("ECO_FAKE_NVML_THROTTLE", "100:0.3:1500:4", 1);
-    eco_nvml *meter = NULL;
-    assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
-    *state = meter;
-    fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
-    eco_workload wl = {.ctx = &w, .generate = fake_generate};
-    eco_measure_options o;
-    small_options(&o);
-    eco_measurement *m = NULL;
-    assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    eco_measurement *m = run_on_fake_meter(state, "const:300");
     const eco_window *win = eco_measurement_windows(m);
     for (size_t i = 0; i < eco_measurement_window_count(m); i++) {
         assert_true(win[i].clock_event_reasons & 4u);
