@@ -6,37 +6,32 @@
 
 #include "eco/measure.h"
 
-/* The SM clock over the measured windows, per precision (the lowest any timeline sample saw, the mean of the
- * windows' means), and any clock-event reason other than idle: a power cap shows here, not at the start.
- * Files written before the timeline recorded clocks have no sm_mhz_* and get no line. */
-static void windows_clock_line(FILE *f, const json_t *windows)
+/* The SM clock over the measured windows, per precision of `results` (the lowest any timeline sample saw, the
+ * mean of the windows' means), and any clock-event reason other than idle: a power cap shows here, not at the
+ * start. Files written before the timeline recorded clocks have no sm_mhz_* and get no line. */
+static void windows_clock_line(FILE *f, const json_t *results, const json_t *windows)
 {
-    const char *seen[ECO_PREC_COUNT];
-    size_t n_seen = 0, i;
-    json_t *w;
-    json_array_foreach(windows, i, w) {
-        const char *p = json_string_value(json_object_get(w, "precision"));
-        bool known = false;
-        for (size_t k = 0; k < n_seen; k++) known = known || (p && !strcmp(seen[k], p));
-        if (p && !known && n_seen < ECO_PREC_COUNT) seen[n_seen++] = p;
-    }
     bool any = false;
-    for (size_t k = 0; k < n_seen; k++) {
+    size_t k, i;
+    json_t *r, *w;
+    json_array_foreach(results, k, r) {
+        const char *prec = json_string_value(json_object_get(r, "precision"));
+        if (!prec) continue;
         double lo = INFINITY, sum = 0;
         int n = 0;
         char events[256] = "";
         json_array_foreach(windows, i, w) {
             const char *p = json_string_value(json_object_get(w, "precision"));
-            if (!p || strcmp(p, seen[k])) continue;
+            if (!p || strcmp(p, prec)) continue;
             json_t *mn = json_object_get(w, "sm_mhz_min"), *mean = json_object_get(w, "sm_mhz_mean");
             if (json_is_number(mn) && json_number_value(mn) < lo) lo = json_number_value(mn);
             if (json_is_number(mean)) { sum += json_number_value(mean); n++; }
-            const char *r = json_string_value(json_object_get(w, "clock_event_reasons"));
-            if (r && strcmp(r, "none") && strcmp(r, "idle") && !strstr(events, r) && strlen(events) + strlen(r) + 2 < sizeof events)
-                snprintf(events + strlen(events), sizeof events - strlen(events), "%s%s", events[0] ? ", " : "", r);
+            const char *e = json_string_value(json_object_get(w, "clock_event_reasons"));
+            if (e && strcmp(e, "none") && strcmp(e, "idle") && !strstr(events, e) && strlen(events) + strlen(e) + 2 < sizeof events)
+                snprintf(events + strlen(events), sizeof events - strlen(events), "%s%s", events[0] ? ", " : "", e);
         }
         if (!n) continue;
-        fprintf(f, "%s%s min %.0f, mean %.0f MHz%s%s%s", any ? "; " : "- SM clock in the windows: ", seen[k], lo, sum / n,
+        fprintf(f, "%s%s min %.0f, mean %.0f MHz%s%s%s", any ? "; " : "- SM clock in the windows: ", prec, lo, sum / n,
                 events[0] ? " (clock events: " : "", events, events[0] ? ")" : "");
         any = true;
     }
@@ -208,7 +203,7 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
         fprintf(f, "; persistence %s; clock events at start: %s\n",
                 json_integer_value(json_object_get(gpu, "persistence_mode")) == 1 ? "on" : "off/unknown",
                 str(gpu, "clock_event_reasons", "?"));
-        windows_clock_line(f, json_object_get(doc, "windows"));
+        windows_clock_line(f, json_object_get(doc, "results"), json_object_get(doc, "windows"));
         fputs("- Clocks and power limits were recorded, never changed.\n", f);
     } else {
         fputs("- No GPU: energy is not measured on the CPU backend.\n", f);
