@@ -125,6 +125,17 @@ static void test_formats_match_cpu_reference(void **state)
     setenv("ECO_CUDA_FP8", "bits", 1);
     compare(ECO_FAMILY_LLAMA, ECO_PREC_FP8, 0.9999);
     unsetenv("ECO_CUDA_FP8");
+    /* both nf4 decoders, whichever is the default: fp32 table, and fp16 pair products from per-lane tables */
+    const char *nf4_decoders[] = {"table16", "lanes"};
+    for (size_t d = 0; d < 2; d++) {
+        setenv("ECO_CUDA_NF4", nf4_decoders[d], 1);
+        print_message("ECO_CUDA_NF4=%s\n", nf4_decoders[d]);
+        for (size_t f = 0; f < 3; f++) {
+            compare(fams[f], ECO_PREC_NF4, 0.9999);
+            compare(fams[f], ECO_PREC_NF4_DQ, 0.9999);
+        }
+    }
+    unsetenv("ECO_CUDA_NF4");
 }
 
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
@@ -140,6 +151,19 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
             compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
     }
+    /* the per-lane-table nf4 decoder loops over work items: every shape, and splits up to 4 */
+    setenv("ECO_CUDA_NF4", "lanes", 1);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        setenv("ECO_CUDA_MATVEC", shapes[i], 1);
+        print_message("ECO_CUDA_NF4=lanes ECO_CUDA_MATVEC=%s\n", shapes[i]);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    }
+    setenv("ECO_CUDA_NF4_BLOCKS", "3", 1); /* 12 warps: each walks many work items of every linear */
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_BLOCKS");
+    unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_MATVEC");
     setenv("ECO_CUDA_FUSE", "0", 1);
     compare_config(medium(), ECO_PREC_FP16, 0.9999);

@@ -50,7 +50,7 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes;
 };
 
 bool env_is(const char *name, const char *value)
@@ -59,6 +59,9 @@ bool env_is(const char *name, const char *value)
     return v && !strcmp(v, value);
 }
 
+// nf4 decoder: per-lane byte-pair tables (ECO_CUDA_NF4=lanes) or the fp32 16-entry table (=table16).
+constexpr bool kNf4LanesByDefault = false;
+
 Design requested_design(void)
 {
     Design d;
@@ -66,6 +69,7 @@ Design requested_design(void)
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
+    d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     return d;
 }
 
@@ -74,6 +78,8 @@ struct State {
     eco_engine_options opt;
     bool reference_stack;
     bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
+    bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
+    int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
@@ -412,6 +418,17 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
     return e;
 }
 
+// The nf4 codebook for both decoders: fp32 codes, and the byte-pair table of fp16 codes.
+eco_err upload_nf4_tables(void)
+{
+    unsigned pairs[256];
+    for (int b = 0; b < 256; b++)
+        pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
+    CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
+    CK(cudaMemcpyToSymbol(c_nf4_pairs, pairs, sizeof pairs));
+    return ECO_OK;
+}
+
 // ---- Launching ----
 
 // Every kernel after the first of a token may start while its predecessor finishes (see cuda_kernels.cuh).
@@ -450,15 +467,31 @@ template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
     }
 }
 
-MatvecFn pick_matvec(int format, bool fp8_hw, int r, int u)
+template <bool DQ> MatvecFn pick_nf4_lanes(int r, int u)
+{
+    switch (r * 10 + u) {
+    case 11: return matvec_nf4_lanes<DQ, 1, 1>;
+    case 12: return matvec_nf4_lanes<DQ, 1, 2>;
+    case 14: return matvec_nf4_lanes<DQ, 1, 4>;
+    case 21: return matvec_nf4_lanes<DQ, 2, 1>;
+    case 22: return matvec_nf4_lanes<DQ, 2, 2>;
+    case 24: return matvec_nf4_lanes<DQ, 2, 4>;
+    case 41: return matvec_nf4_lanes<DQ, 4, 1>;
+    case 42: return matvec_nf4_lanes<DQ, 4, 2>;
+    case 81: return matvec_nf4_lanes<DQ, 8, 1>;
+    default: return NULL;
+    }
+}
+
+MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int r, int u)
 {
     switch (format) {
     case ECO_PREC_FP16: return pick_shape<W_F16, false>(r, u);
     case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
     case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
     case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
-    case ECO_PREC_NF4: return pick_shape<W_NF4, false>(r, u);
-    case ECO_PREC_NF4_DQ: return pick_shape<W_NF4, true>(r, u);
+    case ECO_PREC_NF4: return nf4_lanes ? pick_nf4_lanes<false>(r, u) : pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return nf4_lanes ? pick_nf4_lanes<true>(r, u) : pick_shape<W_NF4, true>(r, u);
     default: return NULL;
     }
 }
@@ -480,7 +513,7 @@ MatvecShape default_shape(int format)
 
 bool shape_valid(const MatvecShape &m)
 {
-    return pick_matvec(ECO_PREC_FP16, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
+    return pick_matvec(ECO_PREC_FP16, false, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
 }
 
 const char *shape_env_name(int format)
@@ -606,7 +639,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
         if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     }
-    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, r, u);
+    bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ);
+    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
     if (d.format == ECO_PREC_INT8_MIXED) {
         eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
@@ -620,6 +654,12 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         }
     }
     unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
+        int per_sm = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kWarpsPerBlock * kWarp, 0));
+        unsigned most = s->nf4_max_blocks ? (unsigned)s->nf4_max_blocks : (unsigned)(s->sm_count * (per_sm > 0 ? per_sm : 1));
+        if (blocks > most) blocks = most;
+    }
     return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
 }
 
@@ -745,6 +785,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     Design design = requested_design();
     s->reference_stack = design.reference_stack;
     s->fp8_hw = design.fp8_hw;
+    s->nf4_lanes = design.nf4_lanes;
     s->pdl = design.pdl;
     s->fused = design.fused;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
@@ -760,8 +801,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
+    if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
+    if ((e = upload_nf4_tables())) return e;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
     if (!s->layers) return eco_fail(ECO_ENOMEM, "out of memory");
@@ -998,19 +1040,22 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
                               double *us_per_call, double *gb_per_s)
 {
     MatvecShape m{rows_per_warp, unroll, splits};
-    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
+    bool nf4_lanes = requested_design().nf4_lanes;
+    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, nf4_lanes, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
         return eco_fail(ECO_EINVAL, "matvec bench: unsupported shape (format %d, %d x %d, R=%d U=%d S=%d)", precision, rows,
                         cols, rows_per_warp, unroll, splits);
     State s;
     memset(&s, 0, sizeof s);
     s.pdl = true;
     s.fp8_hw = fp8_hw;
+    s.nf4_lanes = nf4_lanes;
     s.shape = m;
     s.force_splits = splits;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     s.sm_count = prop.multiProcessorCount;
-    CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
+    eco_err ue = upload_nf4_tables();
+    if (ue) return ue;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     eco_qweight shape_q;
@@ -1139,8 +1184,9 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 fp32 table; matvec R.U.S %s", d.pdl ? "+PDL" : "",
-             attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move", shapes);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "",
+             attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
+             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -13,6 +13,7 @@ namespace eco_cuda {
 constexpr int kWarp = 32;
 
 __constant__ float c_nf4[16];
+__constant__ unsigned c_nf4_pairs[256]; // byte b: fp16 code[b >> 4] (the first element) low, code[b & 15] high
 __constant__ float c_dynamic_map[256];
 
 // Everything a linear layer needs on the device, in the layout of eco_qweight (include/eco/quant.h).
@@ -393,6 +394,130 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
         }
     }
     if (lane == 0) finish_rows<R>(p, unit, row, v);
+}
+
+// ---- nf4 through per-lane copies of a byte-pair table ----
+// The 16-entry fp32 table costs one shared-memory lookup per weight, and shared memory serves 32 lookups a
+// clock per SM: about the rate at which the H200 streams nf4 weights, so the decoder, not HBM, sets the pace
+// (bench_matvec: 41% of the bandwidth). Here a byte indexes a table of 256 fp16 pairs: one lookup per two
+// weights, multiplied with the fp16 x pair by one HFMA2. A single 256-word table puts 8 entries in every bank
+// and random bytes collide (that decoder was 9% slower than the fp32 table, session 4); 32 copies
+// interleaved word by word put lane l's copy in bank l, so no byte pattern conflicts. The 32 KB table is
+// filled once per block, so blocks loop over work items (the grid is what fits on the GPU at once) and the
+// fill runs before the dependency wait, under the previous kernel's tail.
+constexpr int kNf4PairWords = 256 * kWarp;
+
+// The exact fallback: fp32 codes and products (for a chunk whose fp16 partial overflowed).
+__device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 x2, uint4 x3)
+{
+    const uint4 xh[4] = {x0, x1, x2, x3};
+    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
+    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
+    float acc = 0.f;
+    for (int i = 0; i < 16; i++) {
+        unsigned byte = (u[i / 4] >> (8 * (i % 4))) & 0xFFu;
+        float2 xf = __half22float2(x[i]);
+        acc = fmaf(c_nf4[byte >> 4], xf.x, acc);
+        acc = fmaf(c_nf4[byte & 15u], xf.y, acc);
+    }
+    return acc;
+}
+
+// 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
+// partial overflows only when x holds values near the fp16 limit; such a chunk is redone in fp32.
+__device__ __forceinline__ float dot16_nf4_lanes(uint4 w, const uint4 (&xh)[4], const unsigned *lane_table)
+{
+    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
+    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
+    __half2 acc[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            unsigned bits = lane_table[__byte_perm(u[i], 0u, 0x4440u + k) * kWarp];
+            acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
+        }
+    }
+    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
+    float part = f.x + f.y;
+    return isfinite(part) ? part : dot16_nf4_fp32(w, xh[0], xh[1], xh[2], xh[3]);
+}
+
+template <bool DoubleQuant, int R, int U> struct Nf4Item {
+    int unit, split, c0, c1;
+    int row[R];
+    const uint8_t *base[R];
+    Batch<W_NF4, DoubleQuant, R, U> cur;
+};
+
+// Sets up one work item and puts its first weight loads in flight.
+template <bool DoubleQuant, int R, int U>
+__device__ __forceinline__ void nf4_item_begin(const MatvecParams &p, int item, int lane, Nf4Item<DoubleQuant, R, U> &t)
+{
+    constexpr int E = Elems<W_NF4>::n;
+    t.unit = item / p.splits;
+    t.split = item % p.splits;
+    item_rows<R>(p, t.unit, t.row);
+#pragma unroll
+    for (int r = 0; r < R; r++) t.base[r] = p.w + (size_t)t.row[r] * ((size_t)p.cols / 2);
+    int chunks = p.cols / E, per = (chunks + p.splits - 1) / p.splits;
+    t.c0 = t.split * per;
+    t.c1 = min(chunks, t.c0 + per);
+    load_batch<W_NF4, DoubleQuant, R, U>(p, t.base, t.row, t.c0 + lane, t.c1, t.cur);
+}
+
+template <bool DoubleQuant, int R, int U>
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_nf4_lanes(const MatvecParams p)
+{
+    __shared__ __align__(16) unsigned pairs[kNf4PairWords];
+    __shared__ float dmap[DoubleQuant ? 256 : 1];
+    grid_dependents_launch();
+    constexpr int E = Elems<W_NF4>::n;
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    int total = item_units(p, R) * p.splits, stride = gridDim.x * kWarpsPerBlock;
+    int item = blockIdx.x * kWarpsPerBlock + warp;
+    Nf4Item<DoubleQuant, R, U> t;
+    if (item < total) nf4_item_begin<DoubleQuant, R, U>(p, item, lane, t);
+    for (int i = threadIdx.x; i < kNf4PairWords / 4; i += blockDim.x) {
+        unsigned v = c_nf4_pairs[i / (kWarp / 4)];
+        reinterpret_cast<uint4 *>(pairs)[i] = make_uint4(v, v, v, v);
+    }
+    if constexpr (DoubleQuant)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
+    __syncthreads();
+    grid_dependency_wait();
+    const unsigned *lane_table = pairs + lane;
+    for (bool first = true; item < total; item += stride, first = false) {
+        if (!first) nf4_item_begin<DoubleQuant, R, U>(p, item, lane, t);
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = 0.f;
+        for (int ch = t.c0 + lane; ch < t.c1; ch += kWarp * U) {
+            Batch<W_NF4, DoubleQuant, R, U> next;
+            load_batch<W_NF4, DoubleQuant, R, U>(p, t.base, t.row, ch + kWarp * U, t.c1, next);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = ch + u * kWarp;
+                if (c >= t.c1) break;
+                uint4 xh[4]; // x stays fp16: 32 values as 16 pairs, shared by the R rows
+#pragma unroll
+                for (int i = 0; i < 4; i++) xh[i] = __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float part = dot16_nf4_lanes(t.cur.w[u][r], xh, lane_table);
+                    float am = DoubleQuant ? dmap[t.cur.code[u][r]] * t.cur.am[u][r] + p.absmax_offset : t.cur.am[u][r];
+                    acc[r] = fmaf(part, am, acc[r]);
+                }
+            }
+            t.cur = next;
+        }
+        float v[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) v[r] = warp_sum(acc[r]);
+        if (lane == 0) finish_rows<R>(p, t.unit, t.row, v);
+    }
 }
 
 // Per-token activation quantization for LLM.int8(): one block. Outlier columns (|x| >= threshold) are
