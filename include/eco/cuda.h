@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "eco/err.h"
+#include "eco/quant.h"
 
 /* Reference-stack mode for engines created afterwards: launches one by one (no CUDA graph) and the host
  * syncs the reference library makes (LLM.int8() outlier detection), to separate format cost from kernel design. */
@@ -27,5 +28,10 @@ void eco_cuda_design(char *buf, size_t cap) __attribute__((weak));
  * launches are graph-replayed with programmatic dependent launch, as in a token. Best of 5 replays. */
 eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_warp, int unroll, int splits, bool fp8_hw,
                               double *us_per_call, double *gb_per_s) __attribute__((weak));
+
+/* y[rows] = W x on the device with the kernels an engine created now would use (format, decoder, shape and
+ * splits from the environment as in an engine), for tests of the kernels against eco_qmatvec on chosen inputs.
+ * x is rounded to fp16 as the engine's activations are. */
+eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y) __attribute__((weak));
 
 #endif

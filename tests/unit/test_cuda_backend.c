@@ -1,11 +1,13 @@
 /* The CUDA backend against the CPU reference on the same quantized weights: logits cosine per format and
  * identical greedy tokens away from ties. Skipped (not passed) where no CUDA device exists, e.g. in CI. */
+#include <math.h>
 #include <string.h>
 
 #include "eco_test.h"
 #include "eco/cuda.h"
 #include "eco/engine.h"
 #include "eco/model.h"
+#include "eco/quant.h"
 
 static eco_model_config tiny(eco_model_family fam)
 {
@@ -190,6 +192,72 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     eco_weights_free(w);
 }
 
+/* One linear on the device against eco_qmatvec on chosen inputs: y within `tol` of sum |w x| per row. */
+static double worst_kernel_error(const eco_qweight *q, const float *x)
+{
+    float *yc = malloc(sizeof(float) * q->rows), *yg = malloc(sizeof(float) * q->rows), *row = malloc(sizeof(float) * q->cols);
+    assert_non_null(yc);
+    assert_non_null(yg);
+    assert_non_null(row);
+    assert_int_equal(eco_qmatvec(q, x, yc), ECO_OK);
+    assert_int_equal(eco_cuda_qmatvec(q, x, yg), ECO_OK);
+    double worst = 0;
+    for (uint64_t r = 0; r < q->rows; r++) {
+        assert_int_equal(eco_dequantize_row(q, r, row), ECO_OK);
+        double mass = 0;
+        for (uint64_t j = 0; j < q->cols; j++) mass += fabs((double)row[j] * eco_f16_to_f32(eco_f32_to_f16(x[j])));
+        assert_true(isfinite(yg[r]));
+        double err = fabs((double)yg[r] - yc[r]) / (mass > 0 ? mass : 1);
+        if (err > worst) worst = err;
+    }
+    free(yc);
+    free(yg);
+    free(row);
+    return worst;
+}
+
+/* nf4 by fp16 pair products: a 32-weight partial that overflows fp16 (x near the fp16 limit, weights of one
+ * sign) is redone in fp32, so y is finite and exact to fp32 rounding; ordinary inputs stay within fp16
+ * product rounding. Both decoders, both absmax layouts. */
+static void test_nf4_kernels_on_extreme_inputs(void **state)
+{
+    (void)state;
+    if (!have_device() || !eco_cuda_qmatvec) skip();
+    const uint64_t rows = 96, cols = 512;
+    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
+    assert_non_null(w);
+    assert_non_null(x);
+    uint32_t h = 12345;
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        h = h * 1664525u + 1013904223u;
+        w[i] = 0.5f + (float)(h >> 8) / (float)(1u << 25); /* one sign, 0.5..1: every partial piles up */
+    }
+    const char *decoders[] = {"table16", "lanes"};
+    const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
+    for (size_t d = 0; d < 2; d++) {
+        setenv("ECO_CUDA_NF4", decoders[d], 1);
+        for (size_t k = 0; k < 2; k++) {
+            eco_qweight q;
+            assert_int_equal(eco_quantize(precs[k], w, rows, cols, NULL, &q), ECO_OK);
+            for (uint64_t j = 0; j < cols; j++) x[j] = 30000.f + (float)(j % 7) * 64.f; /* 32 of these overflow fp16 */
+            double huge = worst_kernel_error(&q, x);
+            for (uint64_t j = 0; j < cols; j++) {
+                h = h * 1664525u + 1013904223u;
+                x[j] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 8.f;
+            }
+            double plain = worst_kernel_error(&q, x);
+            print_message("ECO_CUDA_NF4=%-7s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
+                          eco_precision_name(precs[k]), huge, plain);
+            assert_true(huge < 1e-5);
+            assert_true(plain < 2e-3);
+            eco_qweight_free(&q);
+        }
+    }
+    unsetenv("ECO_CUDA_NF4");
+    free(w);
+    free(x);
+}
+
 static void test_reference_stack_mode_same_numbers(void **state)
 {
     (void)state;
@@ -340,6 +408,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
+        cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),
         cmocka_unit_test(test_attention_long_context_and_window),

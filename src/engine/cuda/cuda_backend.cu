@@ -1161,6 +1161,61 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     return err;
 }
 
+eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
+{
+    if (!q || !x || !y || q->rows < 1 || q->cols < 1 || q->rows > (1u << 24) || q->cols > (1u << 20))
+        return eco_fail(ECO_EINVAL, "eco_cuda_qmatvec: no weight, input or output, or a shape out of range");
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+        return eco_fail(ECO_EDEVICE, "CUDA backend: no CUDA device is available");
+    eco_quant_options qo;
+    eco_quant_options_default(&qo);
+    qo.nf4_blocksize = q->blocksize > 0 ? q->blocksize : qo.nf4_blocksize;
+    eco_err e = check_shape(q->format, &qo, q->cols, "eco_cuda_qmatvec's weight");
+    if (e) return e;
+    State s;
+    memset(&s, 0, sizeof s);
+    Design design = requested_design();
+    s.pdl = design.pdl;
+    s.fp8_hw = design.fp8_hw;
+    s.nf4_lanes = design.nf4_lanes;
+    s.opt.quant = qo;
+    s.opt.quant.int8_threshold = q->int8_threshold;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    s.sm_count = prop.multiProcessorCount;
+    if ((e = shape_for(q->format, &s.shape))) return e;
+    if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s.nf4_max_blocks))) return e;
+    if ((e = upload_nf4_tables())) return e;
+    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
+    CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    Linear lin;
+    memset(&lin, 0, sizeof lin);
+    uint16_t *xh = (uint16_t *)malloc(q->cols * sizeof(uint16_t));
+    __half *dx = NULL;
+    float *dy = NULL;
+    if (!xh) e = eco_fail(ECO_ENOMEM, "out of memory");
+    for (uint64_t i = 0; !e && i < q->cols; i++) xh[i] = eco_f32_to_f16(x[i]);
+    if (!e) e = upload_qweight(&s, q, &lin);
+    if (!e) e = upload(&s, (uint16_t **)&dx, xh, q->cols * sizeof(uint16_t));
+    if (!e && !(e = dalloc(&s, &dy, q->rows)) && !(e = dalloc(&s, &s.xq, q->cols)) && !(e = dalloc(&s, &s.x_absmax, 1)) &&
+        !(e = dalloc(&s, &s.outliers, kMaxOutliers)) && !(e = dalloc(&s, &s.n_outliers, 1))) {
+        // A residual-add epilogue may split the columns: y starts at zero and gets W x added.
+        cudaError_t ce = cudaMemsetAsync(dy, 0, q->rows * sizeof(float), s.stream);
+        if (ce != cudaSuccess) e = cuda_fail(ce, "cudaMemsetAsync");
+        if (!e) e = launch_matvec(&s, lin, dx, plain(EP_ADD, dy));
+        if (!e && (ce = cudaMemcpyAsync(y, dy, q->rows * sizeof(float), cudaMemcpyDeviceToHost, s.stream)) == cudaSuccess)
+            ce = cudaStreamSynchronize(s.stream);
+        if (!e && ce != cudaSuccess) e = cuda_fail(ce, "eco_cuda_qmatvec");
+    }
+    free(xh);
+    free_linear(lin);
+    void *bufs[] = {dx, dy, s.xq, s.x_absmax, s.outliers, s.n_outliers};
+    for (void *p : bufs) cudaFree(p);
+    cudaStreamDestroy(s.stream);
+    return e;
+}
+
 void eco_cuda_design(char *buf, size_t cap)
 {
     Design d = requested_design();
