@@ -13,7 +13,7 @@
 #   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
 #   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS.
 #   measure: eco measure per model, with MEASURE_BIN (default .device/bin/eco; .device/bin-prev/eco for a
-#   same-GPU energy A/B of two builds) and MEASURE_TAG appended to the file names.
+#   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
 set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
 W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
@@ -103,7 +103,7 @@ if has measure; then
         if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
         slug=$(echo "$m" | tr 'A-Z' 'a-z')${MEASURE_TAG:-}
         log "eco measure $m (${MEASURE_BIN:-$B/eco})"
-        timed $(( $(left) - 10 )) ${MEASURE_BIN:-$B/eco} measure --model $m --precisions fp16,int8,int8-mixed,nf4,fp8 --blocks 3 --window ${WINDOW_S:-3} --warmups ${WARMUPS:-2} --quality-tokens ${QUALITY_TOKENS:-128} --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md > "$W/measure_$slug.log" 2>&1
+        timed $(( $(left) - 10 )) ${MEASURE_BIN:-$B/eco} measure --model $m --precisions ${MEASURE_PRECS:-fp16,int8,int8-mixed,nf4,fp8} --blocks 3 --window ${WINDOW_S:-3} --warmups ${WARMUPS:-2} --quality-tokens ${QUALITY_TOKENS:-128} --idle 2 --tokens 256 --out $W/h200_$slug.energy.json --report $W/h200_$slug.report.md > "$W/measure_$slug.log" 2>&1
         log "eco measure $m rc=$?"; tail -12 "$W/measure_$slug.log"
     done
 fi
