@@ -2,7 +2,9 @@
  * shape (and column slices for the residual-add linears), the time of one layer's four matvecs and the
  * bandwidth it reaches against the streaming read bandwidth measured in the same run. The engine's
  * defaults per format (default_shape in src/engine/cuda/cuda_backend.cu) come from this table.
- * usage: bench_matvec [--models Qwen2.5-7B,Qwen2.5-14B] [--precisions fp16,int8,...] [--fp8-bits] */
+ * usage: bench_matvec [--models Qwen2.5-7B,Qwen2.5-14B] [--precisions fp16,int8,...] [--fp8-bits]
+ *                     [--shape R,U] [--linear qkv|o|gate_up|down]
+ * --shape and --linear time one kernel shape and one linear only (a profiler then sees only that kernel). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +35,15 @@ static int time_one(eco_precision p, int rows, int cols, int r, int u, int s, in
 int main(int argc, char **argv)
 {
     const char *models = "Qwen2.5-7B,Qwen2.5-14B", *precs = "fp16,int8,int8-mixed,nf4,fp8";
-    int fp8_hw = 1;
+    int fp8_hw = 1, only_r = 0, only_u = 0;
+    const char *only_linear = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) precs = argv[++i];
         else if (!strcmp(argv[i], "--fp8-bits")) fp8_hw = 0;
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%d,%d", &only_r, &only_u) != 2) { fprintf(stderr, "bench_matvec: --shape wants R,U\n"); return 2; }
+        } else if (!strcmp(argv[i], "--linear") && i + 1 < argc) only_linear = argv[++i];
         else { fprintf(stderr, "bench_matvec: unknown argument %s\n", argv[i]); return 2; }
     }
     char device[256];
@@ -77,11 +83,13 @@ int main(int argc, char **argv)
             int best_i = -1, best_so = 1, best_sd = 1;
             for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
                 int r = shapes[si][0], u = shapes[si][1];
+                if (only_r && (r != only_r || u != only_u)) continue;
                 double t[4], gb;
                 int split[4] = {1, 1, 1, 1};
                 int ok = 1;
                 for (int k = 0; k < 4 && ok; k++) {
                     t[k] = 1e30;
+                    if (only_linear && strcmp(only_linear, lin[k].name)) { t[k] = 0; continue; }
                     for (size_t sc = 0; sc < (lin[k].add ? 3u : 1u); sc++) {
                         double us;
                         if (time_one(p, lin[k].rows, lin[k].cols, r, u, split_choices[sc], fp8_hw, &us, &gb)) { ok = 0; break; }
