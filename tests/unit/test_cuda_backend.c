@@ -127,6 +127,11 @@ static void test_formats_match_cpu_reference(void **state)
     setenv("ECO_CUDA_FP8", "bits", 1);
     compare(ECO_FAMILY_LLAMA, ECO_PREC_FP8, 0.9999);
     unsetenv("ECO_CUDA_FP8");
+    /* LLM.int8(): activations quantized by a kernel of their own, not in RMSNorm (the same numbers) */
+    setenv("ECO_CUDA_I8X_NORM", "0", 1);
+    compare(ECO_FAMILY_LLAMA, ECO_PREC_INT8_MIXED, 0.999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_INT8_MIXED, 0.999);
+    unsetenv("ECO_CUDA_I8X_NORM");
     /* both nf4 decoders, whichever is the default: fp32 table, and fp16 pair products from per-lane tables */
     const char *nf4_decoders[] = {"table16", "lanes"};
     for (size_t d = 0; d < 2; d++) {
@@ -169,6 +174,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_MATVEC");
     setenv("ECO_CUDA_FUSE", "0", 1);
     compare_config(medium(), ECO_PREC_FP16, 0.9999);
+    compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
     compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_FUSE");
     g_cache = true;

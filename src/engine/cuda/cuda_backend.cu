@@ -50,7 +50,7 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
 };
 
 bool env_is(const char *name, const char *value)
@@ -68,6 +68,7 @@ Design requested_design(void)
     d.reference_stack = eco_cuda_reference_stack_requested();
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
+    d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     return d;
@@ -81,6 +82,7 @@ struct State {
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
+    bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
     int force_splits; /* bench_matvec: exactly this many column slices */
@@ -584,6 +586,7 @@ int pick_splits(const State *s, int units, int chunks)
 
 struct MatvecOut {
     int epilogue;
+    bool x_quantized; // LLM.int8(): the norm that wrote x also quantized it (no quantize_activations)
     float *y;
     __half *act;
     const float *bias;
@@ -642,7 +645,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ);
     MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
-    if (d.format == ECO_PREC_INT8_MIXED) {
+    if (d.format == ECO_PREC_INT8_MIXED && !out.x_quantized) {
         eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
                            s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers);
         if (e) return e;
@@ -675,28 +678,39 @@ MatvecOut plain(int epilogue, float *y)
 // The launches of one token. Token and position are read from device memory, so a captured graph replays.
 // Fused: rmsnorm, qkv (+bias, RoPE, KV write), attention, o (+residual), rmsnorm, gate_up (+SwiGLU),
 // down (+residual): 7 kernels a layer. Unfused (reference-stack mode): 9, as separate steps.
+eco_err launch_norm(State *s, const float *weight, bool quantize)
+{
+    const eco_model_config &c = s->cfg;
+    if (quantize)
+        return launch(s, true, rmsnorm<true>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+                      (float)c.rms_eps, s->opt.quant.int8_threshold, s->xq, s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers);
+    return launch(s, true, rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+                  (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0);
+}
+
 eco_err enqueue_token(State *s)
 {
     const eco_model_config &c = s->cfg;
     int window = c.sliding_window; // 0: none (the config loader zeroes it where the family ignores it, as the CPU does)
-    float eps = (float)c.rms_eps;
+    bool quantize_in_norm = s->i8x_norm && s->layers[0].qkv.d.format == ECO_PREC_INT8_MIXED;
     eco_err e;
     if ((e = launch(s, false, embed, dim3((c.hidden + 255) / 256), dim3(256), 0, (const __half *)s->embed,
                     (const int *)s->d_token, s->x, c.hidden)))
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.attn_norm, s->xn,
-                        c.hidden, eps)))
-            return e;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
+            o.x_quantized = quantize_in_norm;
             o.bias = L.qkv_bias;
             o.k_cache = L.k_cache;
             o.v_cache = L.v_cache;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
         } else {
-            if ((e = launch_matvec(s, L.qkv, s->xn, plain(EP_STORE, s->qkv)))) return e;
+            MatvecOut o = plain(EP_STORE, s->qkv);
+            o.x_quantized = quantize_in_norm;
+            if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
             if ((e = launch(s, true, rope_kv, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
                             s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos, L.k_cache,
                             L.v_cache, c.heads, c.kv_heads, c.head_dim)))
@@ -707,24 +721,23 @@ eco_err enqueue_token(State *s)
                         c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done)))
             return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)L.mlp_norm, s->xn,
-                        c.hidden, eps)))
-            return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
+            o.x_quantized = quantize_in_norm;
             o.act = s->act;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
         } else {
-            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_STORE, s->gate_up)))) return e;
+            MatvecOut o = plain(EP_STORE, s->gate_up);
+            o.x_quantized = quantize_in_norm;
+            if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
             if ((e = launch(s, true, swiglu, dim3((c.intermediate + 255) / 256), dim3(256), 0, (const float *)s->gate_up,
                             s->act, c.intermediate)))
                 return e;
         }
         if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    if ((e = launch(s, true, rmsnorm, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, (const float *)s->final_norm, s->xn,
-                    c.hidden, eps)))
-        return e;
+    if ((e = launch_norm(s, s->final_norm, false))) return e;
     if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
     if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
                     s->part_v, s->part_i)))
@@ -788,6 +801,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->nf4_lanes = design.nf4_lanes;
     s->pdl = design.pdl;
     s->fused = design.fused;
+    s->i8x_norm = design.i8x_norm;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
@@ -1239,9 +1253,9 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s; matvec R.U.S %s", d.pdl ? "+PDL" : "",
-             attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
-             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", shapes);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; matvec R.U.S %s",
+             d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
+             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", d.i8x_norm ? "in RMSNorm" : "apart", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

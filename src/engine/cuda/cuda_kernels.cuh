@@ -580,12 +580,20 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
 // path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums).
 constexpr int kNormThreads = 256;
 
+// With Quantize (LLM.int8() inputs of qkv and gate_up), the same block also quantizes its fp16 output as
+// quantize_activations does (same outliers, absmax and rounding): one kernel instead of two on the critical
+// path, and no second pass over x from another block.
+template <bool Quantize>
 __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict__ x, const float *__restrict__ weight,
-                                                        __half *__restrict__ out, int n, float eps)
+                                                        __half *__restrict__ out, int n, float eps, float threshold,
+                                                        int8_t *__restrict__ xq, float *__restrict__ x_absmax,
+                                                        int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers)
 {
     grid_dependents_launch();
     grid_dependency_wait();
-    __shared__ float red[kNormThreads / kWarp];
+    __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
+    __shared__ int count;
+    if (Quantize && threadIdx.x == 0) count = 0;
     const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
     int n4 = n / 4;
     float s = 0.f;
@@ -601,13 +609,53 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
 #pragma unroll
     for (int w = 0; w < kNormThreads / kWarp; w++) total += red[w];
     float r = rsqrtf(total / n + eps);
+    float m = 0.f; // Quantize: largest |out| below the outlier threshold
+    auto inlier = [threshold](float a) { return !(threshold > 0.f && a >= threshold); };
     for (int i = threadIdx.x; i < n4; i += kNormThreads) {
         float4 v = x4[i], g = w4[i];
         __half2 lo = __floats2half2_rn(v.x * r * g.x, v.y * r * g.y), hi = __floats2half2_rn(v.z * r * g.z, v.w * r * g.w);
         uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
         reinterpret_cast<uint2 *>(out)[i] = packed;
+        if constexpr (Quantize) {
+            float2 a = __half22float2(lo), b = __half22float2(hi);
+            float e[4] = {fabsf(a.x), fabsf(a.y), fabsf(b.x), fabsf(b.y)};
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (inlier(e[k])) m = fmaxf(m, e[k]);
+        }
     }
-    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) out[i] = __float2half(x[i] * r * weight[i]);
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
+        __half h = __float2half(x[i] * r * weight[i]);
+        out[i] = h;
+        float a = fabsf(__half2float(h));
+        if (Quantize && inlier(a)) m = fmaxf(m, a);
+    }
+    if constexpr (Quantize) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (threadIdx.x % kWarp == 0) red_max[threadIdx.x / kWarp] = m;
+        __syncthreads();
+        float absmax = 0.f;
+#pragma unroll
+        for (int w = 0; w < kNormThreads / kWarp; w++) absmax = fmaxf(absmax, red_max[w]);
+        float inv = absmax > 0.f ? 127.f / absmax : 0.f;
+        // The barrier above made every thread's fp16 output visible to the block.
+        for (int i = threadIdx.x; i < n; i += kNormThreads) {
+            float v = __half2float(out[i]);
+            if (!inlier(fabsf(v))) {
+                int k = atomicAdd(&count, 1);
+                if (k < max_outliers) outliers[k] = i;
+                xq[i] = 0;
+            } else {
+                xq[i] = (int8_t)__float2int_rn(v * inv);
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            *x_absmax = absmax;
+            *n_outliers = count < max_outliers ? count : max_outliers;
+        }
+    }
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
