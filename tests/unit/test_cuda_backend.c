@@ -222,6 +222,41 @@ static double worst_kernel_error(const eco_qweight *q, const float *x)
     return worst;
 }
 
+/* Each format's kernel on one linear against eco_qmatvec, rows not a multiple of the rows per warp, residual
+ * epilogue with column slices: fp32 accumulation everywhere, so only summation order differs. */
+static void test_kernels_match_cpu_matvec(void **state)
+{
+    (void)state;
+    if (!have_device() || !eco_cuda_qmatvec) skip();
+    const uint64_t rows = 202, cols = 1024;
+    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
+    assert_non_null(w);
+    assert_non_null(x);
+    uint32_t h = 777;
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        h = h * 1664525u + 1013904223u;
+        w[i] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 0.2f;
+    }
+    for (uint64_t j = 0; j < cols; j++) {
+        h = h * 1664525u + 1013904223u;
+        x[j] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 4.f + (j % 97 == 5 ? 9.f : 0.f); /* a few LLM.int8 outliers */
+    }
+    const struct { eco_precision p; double tol; } cases[] = {
+        {ECO_PREC_FP16, 1e-5}, {ECO_PREC_INT8, 1e-5}, {ECO_PREC_INT8_MIXED, 1e-3},
+        {ECO_PREC_NF4, 1e-5},  {ECO_PREC_NF4_DQ, 1e-5}, {ECO_PREC_FP8, 1e-5},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        eco_qweight q;
+        assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
+        double err = worst_kernel_error(&q, x);
+        print_message("kernel %-10s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p), err);
+        assert_true(err < cases[k].tol);
+        eco_qweight_free(&q);
+    }
+    free(w);
+    free(x);
+}
+
 /* nf4 by fp16 pair products: a 32-weight partial that overflows fp16 (x near the fp16 limit, weights of one
  * sign) is redone in fp32, so y is finite and exact to fp32 rounding; ordinary inputs stay within fp16
  * product rounding. Both decoders, both absmax layouts. */
@@ -414,6 +449,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
+        cmocka_unit_test(test_kernels_match_cpu_matvec),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),
