@@ -424,7 +424,8 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
 }
 
 // 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
-// partial overflows only when x holds values near the fp16 limit; such a chunk is redone in fp32.
+// partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
+// (one check for all R rows, so the rows' lookups interleave without a branch between them).
 __device__ __forceinline__ float dot16_nf4_lanes(uint4 w, const uint4 (&xh)[4], const unsigned *lane_table)
 {
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
@@ -441,8 +442,7 @@ __device__ __forceinline__ float dot16_nf4_lanes(uint4 w, const uint4 (&xh)[4], 
         }
     }
     float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
-    float part = f.x + f.y;
-    return isfinite(part) ? part : dot16_nf4_fp32(w, xh[0], xh[1], xh[2], xh[3]);
+    return f.x + f.y; // the caller redoes a non-finite partial in fp32, once per batch of rows
 }
 
 template <bool DoubleQuant, int R, int U> struct Nf4Item {
@@ -504,11 +504,22 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_nf4_lanes(const
                 uint4 xh[4]; // x stays fp16: 32 values as 16 pairs, shared by the R rows
 #pragma unroll
                 for (int i = 0; i < 4; i++) xh[i] = __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
+                float part[R];
+                bool finite = true;
 #pragma unroll
                 for (int r = 0; r < R; r++) {
-                    float part = dot16_nf4_lanes(t.cur.w[u][r], xh, lane_table);
+                    part[r] = dot16_nf4_lanes(t.cur.w[u][r], xh, lane_table);
+                    finite &= isfinite(part[r]);
+                }
+                if (!finite) {
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(t.cur.w[u][r], xh[0], xh[1], xh[2], xh[3]);
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++) {
                     float am = DoubleQuant ? dmap[t.cur.code[u][r]] * t.cur.am[u][r] + p.absmax_offset : t.cur.am[u][r];
-                    acc[r] = fmaf(part, am, acc[r]);
+                    acc[r] = fmaf(part[r], am, acc[r]);
                 }
             }
             t.cur = next;
