@@ -27,7 +27,6 @@ using namespace eco_cuda;
 namespace {
 
 constexpr int kMaxOutliers = 1024;
-static_assert(kMaxOutliers == kMaxOutliersNorm, "the tail norm lists as many LLM.int8 outliers as quantize_activations");
 constexpr int kLoadThreads = 16; // host threads quantizing and uploading a linear's row slices
 
 struct Linear {
@@ -51,7 +50,7 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm, norm_tail;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
 };
 
 bool env_is(const char *name, const char *value)
@@ -70,7 +69,6 @@ Design requested_design(void)
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
-    d.norm_tail = d.fused && !env_is("ECO_CUDA_NORM_TAIL", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     return d;
@@ -84,8 +82,6 @@ struct State {
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
-    bool norm_tail; /* RMSNorm in the last block of the residual-add matvec before it (off: ECO_CUDA_NORM_TAIL=0, unfused) */
-    int *norm_counter; /* blocks of a tail-norm matvec finished (the last resets it) */
     bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
@@ -591,8 +587,6 @@ int pick_splits(const State *s, int units, int chunks)
 struct MatvecOut {
     int epilogue;
     bool x_quantized; // LLM.int8(): the norm that wrote x also quantized it (no quantize_activations)
-    const float *norm_weight; // residual-add linears: RMSNorm of the residual in the last block (NULL: none)
-    bool norm_quantize;       // ... and LLM.int8()-quantize its output
     float *y;
     __half *act;
     const float *bias;
@@ -642,19 +636,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
-    if (out.norm_weight) {
-        p.norm_weight = out.norm_weight;
-        p.norm_out = s->xn;
-        p.norm_eps = (float)c.rms_eps;
-        p.norm_threshold = s->opt.quant.int8_threshold;
-        p.norm_n = c.hidden;
-        p.norm_quantize = out.norm_quantize;
-        p.norm_xq = s->xq;
-        p.norm_absmax = s->x_absmax;
-        p.norm_outliers = s->outliers;
-        p.norm_n_outliers = s->n_outliers;
-        p.norm_counter = s->norm_counter;
-    }
     bool paired = out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV; // the epilogue combines two rows
     int r = paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll, units = item_units(p, r);
     if (out.epilogue == EP_ADD) {
@@ -718,8 +699,7 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        bool tail = s->norm_tail; // the previous residual-add matvec normalized x for this one
-        if ((l == 0 || !tail) && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
             o.x_quantized = quantize_in_norm;
@@ -740,13 +720,8 @@ eco_err enqueue_token(State *s)
                         (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
                         c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done)))
             return e;
-        MatvecOut o_out = plain(EP_ADD, s->x);
-        if (tail) {
-            o_out.norm_weight = L.mlp_norm;
-            o_out.norm_quantize = quantize_in_norm;
-        }
-        if ((e = launch_matvec(s, L.o, s->attn_out, o_out))) return e;
-        if (!tail && (e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
+        if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
             o.x_quantized = quantize_in_norm;
@@ -760,15 +735,9 @@ eco_err enqueue_token(State *s)
                             s->act, c.intermediate)))
                 return e;
         }
-        MatvecOut down_out = plain(EP_ADD, s->x);
-        if (tail) {
-            bool next = l + 1 < c.layers;
-            down_out.norm_weight = next ? s->layers[l + 1].attn_norm : s->final_norm;
-            down_out.norm_quantize = next && quantize_in_norm;
-        }
-        if ((e = launch_matvec(s, L.down, s->act, down_out))) return e;
+        if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    if (!s->norm_tail && (e = launch_norm(s, s->final_norm, false))) return e;
+    if ((e = launch_norm(s, s->final_norm, false))) return e;
     if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
     if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
                     s->part_v, s->part_i)))
@@ -833,7 +802,6 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->pdl = design.pdl;
     s->fused = design.fused;
     s->i8x_norm = design.i8x_norm;
-    s->norm_tail = design.norm_tail;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
@@ -930,10 +898,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaMallocHost((void **)&s->h_history, (size_t)s->opt.max_seq * sizeof(int)));
     CK(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab * sizeof(float)));
     if ((e = dalloc(s, &s->attn_partial, (size_t)c->heads * s->attn_splits * (c->head_dim + 2))) ||
-        (e = dalloc(s, &s->attn_done, (size_t)c->heads)) || (e = dalloc(s, &s->norm_counter, 1)))
+        (e = dalloc(s, &s->attn_done, (size_t)c->heads)))
         return e;
     CK(cudaMemsetAsync(s->attn_done, 0, sizeof(int) * (size_t)c->heads, s->stream));
-    CK(cudaMemsetAsync(s->norm_counter, 0, sizeof(int), s->stream));
     CK(cudaStreamSynchronize(s->stream));
     return ECO_OK;
 }
@@ -1012,7 +979,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->norm_counter};
+                    s->attn_partial, s->attn_done};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -1285,12 +1252,10 @@ void eco_cuda_design(char *buf, size_t cap)
     char attn[64], least[16];
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
-    snprintf(attn, sizeof attn, "split attention (%.8s%s, >=%s pos)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    // At most ~240 characters: energy.json's engine_design holds 256.
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, %s, e4m3 %s, nf4 %s, int8-mixed x quantized %s; matvec R.U.S %s",
-             d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
-             d.norm_tail ? "RMSNorm in residual matvec tail" : "RMSNorm kernel", d.fp8_hw ? "cvt" : "bit-move",
-             d.nf4_lanes ? "lane pair tables" : "fp32 table", d.i8x_norm ? "in norm" : "apart", shapes);
+    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; matvec R.U.S %s",
+             d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
+             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", d.i8x_norm ? "in RMSNorm" : "apart", shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

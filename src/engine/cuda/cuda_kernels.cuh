@@ -54,87 +54,6 @@ __device__ __forceinline__ uint4 load_stream(const void *p) { return __ldcs(rein
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
-// RMSNorm sits between two matvecs on the critical path, so it is kept short: 16-byte loads, one barrier
-// (every thread adds the warp sums). It runs as its own kernel of 8 warps, or in the last block of the
-// residual-add matvec before it (no kernel boundary).
-constexpr int kNormThreads = 256;
-
-// out = fp16(x * rsqrt(mean(x^2) + eps) * weight) by one block of any multiple of 32 threads up to 256 (the
-// rmsnorm kernel, or the last block of a residual-add matvec). x is read through L2: in a matvec's tail it was
-// just summed there by other blocks' atomics. With Quantize (LLM.int8() inputs of qkv and gate_up), the block
-// also quantizes its fp16 output as quantize_activations does (same outliers, absmax and rounding).
-template <bool Quantize>
-__device__ __forceinline__ void norm_block(const float *__restrict__ x, const float *__restrict__ weight, __half *__restrict__ out,
-                                           int n, float eps, float threshold, int8_t *__restrict__ xq,
-                                           float *__restrict__ x_absmax, int *__restrict__ outliers,
-                                           int *__restrict__ n_outliers, int max_outliers)
-{
-    __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
-    __shared__ int count;
-    const int threads = blockDim.x, warps = threads / kWarp;
-    if (Quantize && threadIdx.x == 0) count = 0;
-    const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
-    int n4 = n / 4;
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n4; i += threads) {
-        float4 v = __ldcg(x4 + i);
-        s += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    }
-    for (int i = 4 * n4 + threadIdx.x; i < n; i += threads) s += __ldcg(x + i) * __ldcg(x + i);
-    s = warp_sum(s);
-    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
-    __syncthreads();
-    float total = 0.f;
-    for (int w = 0; w < warps; w++) total += red[w];
-    float r = rsqrtf(total / n + eps);
-    float m = 0.f; // Quantize: largest |out| below the outlier threshold
-    auto inlier = [threshold](float a) { return !(threshold > 0.f && a >= threshold); };
-    for (int i = threadIdx.x; i < n4; i += threads) {
-        float4 v = __ldcg(x4 + i), g = w4[i];
-        __half2 lo = __floats2half2_rn(v.x * r * g.x, v.y * r * g.y), hi = __floats2half2_rn(v.z * r * g.z, v.w * r * g.w);
-        uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
-        reinterpret_cast<uint2 *>(out)[i] = packed;
-        if constexpr (Quantize) {
-            float2 a = __half22float2(lo), b = __half22float2(hi);
-            float e[4] = {fabsf(a.x), fabsf(a.y), fabsf(b.x), fabsf(b.y)};
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                if (inlier(e[k])) m = fmaxf(m, e[k]);
-        }
-    }
-    for (int i = 4 * n4 + threadIdx.x; i < n; i += threads) {
-        __half h = __float2half(__ldcg(x + i) * r * weight[i]);
-        out[i] = h;
-        float a = fabsf(__half2float(h));
-        if (Quantize && inlier(a)) m = fmaxf(m, a);
-    }
-    if constexpr (Quantize) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (threadIdx.x % kWarp == 0) red_max[threadIdx.x / kWarp] = m;
-        __syncthreads();
-        float absmax = 0.f;
-        for (int w = 0; w < warps; w++) absmax = fmaxf(absmax, red_max[w]);
-        float inv = absmax > 0.f ? 127.f / absmax : 0.f;
-        // The barrier above made every thread's fp16 output visible to the block.
-        for (int i = threadIdx.x; i < n; i += threads) {
-            float v = __half2float(out[i]);
-            if (!inlier(fabsf(v))) {
-                int k = atomicAdd(&count, 1);
-                if (k < max_outliers) outliers[k] = i;
-                xq[i] = 0;
-            } else {
-                xq[i] = (int8_t)__float2int_rn(v * inv);
-            }
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            *x_absmax = absmax;
-            *n_outliers = count < max_outliers ? count : max_outliers;
-        }
-    }
-}
-
 // ---- The matrix-vector skeleton ----
 // One warp owns one work item: R rows (consecutive, or a pair the epilogue combines) over one slice of the
 // columns. Each lane keeps U x R independent 16-byte streaming loads in flight and loads the next batch
@@ -184,16 +103,6 @@ struct MatvecParams {
     const int *pos;
     __half *k_cache, *v_cache;
     int heads, kv_heads, head_dim;
-    // Residual-add linears: the last block to finish normalizes the residual y for the next linear (RMSNorm
-    // with norm_weight into norm_out; norm_quantize: also LLM.int8()-quantize it into xq/x_absmax/outliers).
-    const float *norm_weight;   // NULL: no norm in the tail
-    __half *norm_out;
-    float norm_eps, norm_threshold;
-    int norm_n, norm_quantize;
-    int8_t *norm_xq;
-    float *norm_absmax;
-    int *norm_outliers, *norm_n_outliers;
-    int *norm_counter;          // blocks finished; the last resets it for the next launch
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
@@ -358,29 +267,6 @@ template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams 
     }
 }
 
-// The norm in the tail of a residual-add matvec: every block counts itself finished once its adds are
-// visible; the last one sees the whole residual and normalizes it (one block of the matvec's 128 threads).
-// It runs where the separate norm kernel would, without the kernel boundary in between.
-constexpr int kMaxOutliersNorm = 1024;
-
-__device__ __forceinline__ void norm_tail(const MatvecParams &p)
-{
-    __shared__ bool last;
-    grid_dependency_wait(); // a block without work items never waited; the residual must be this token's
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(p.norm_counter, 1) == (int)gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if (threadIdx.x == 0) *p.norm_counter = 0;
-    if (p.norm_quantize)
-        norm_block<true>(p.y, p.norm_weight, p.norm_out, p.norm_n, p.norm_eps, p.norm_threshold, p.norm_xq, p.norm_absmax,
-                         p.norm_outliers, p.norm_n_outliers, kMaxOutliersNorm);
-    else
-        norm_block<false>(p.y, p.norm_weight, p.norm_out, p.norm_n, p.norm_eps, 0.f, NULL, NULL, NULL, NULL, 0);
-}
-
 template <int K, bool DoubleQuant, int R, int U> struct Batch {
     uint4 w[U][R];
     float am[U][R];      // nf4: absmax; nf4-dq: the block's group scale (the code is in code[][])
@@ -417,9 +303,6 @@ __device__ __forceinline__ void load_batch(const MatvecParams &p, const uint8_t 
 // fp16 outlier columns at the end. For nf4 the block absmax multiplies each 32-weight partial sum (a
 // 16-byte chunk never straddles a block: blocksize % 32 == 0, checked on the host).
 template <int K, bool DoubleQuant, int R, int U>
-__device__ __forceinline__ void matvec_item(const MatvecParams &p, int item, int lane, const float *lut, const float *dmap);
-
-template <int K, bool DoubleQuant, int R, int U>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecParams p)
 {
     __shared__ float lut[K == W_NF4 ? 16 : 1];
@@ -431,17 +314,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
         __syncthreads();
     }
     grid_dependents_launch();
+    constexpr int E = Elems<K>::n;
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     int item = blockIdx.x * kWarpsPerBlock + warp;
     int units = item_units(p, R);
-    if (item < units * p.splits) matvec_item<K, DoubleQuant, R, U>(p, item, lane, lut, dmap);
-    if (p.norm_weight) norm_tail(p);
-}
-
-template <int K, bool DoubleQuant, int R, int U>
-__device__ __forceinline__ void matvec_item(const MatvecParams &p, int item, int lane, const float *lut, const float *dmap)
-{
-    constexpr int E = Elems<K>::n;
+    if (item >= units * p.splits) return;
     int unit = item / p.splits, split = item % p.splits;
     int row[R];
     item_rows<R>(p, unit, row);
@@ -652,7 +529,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_nf4_lanes(const
         for (int r = 0; r < R; r++) v[r] = warp_sum(acc[r]);
         if (lane == 0) finish_rows<R>(p, t.unit, t.row, v);
     }
-    if (p.norm_weight) norm_tail(p);
 }
 
 // Per-token activation quantization for LLM.int8(): one block. Outlier columns (|x| >= threshold) are
@@ -711,6 +587,13 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < hidden; i += gridDim.x * blockDim.x) x[i] = __half2float(row[i]);
 }
 
+// out = fp16(x * rsqrt(mean(x^2) + eps) * weight), one block. It sits between two matvecs on the critical
+// path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums).
+constexpr int kNormThreads = 256;
+
+// With Quantize (LLM.int8() inputs of qkv and gate_up), the same block also quantizes its fp16 output as
+// quantize_activations does (same outliers, absmax and rounding): one kernel instead of two on the critical
+// path, and no second pass over x from another block.
 template <bool Quantize>
 __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict__ x, const float *__restrict__ weight,
                                                         __half *__restrict__ out, int n, float eps, float threshold,
@@ -719,7 +602,71 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
 {
     grid_dependents_launch();
     grid_dependency_wait();
-    norm_block<Quantize>(x, weight, out, n, eps, threshold, xq, x_absmax, outliers, n_outliers, max_outliers);
+    __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
+    __shared__ int count;
+    if (Quantize && threadIdx.x == 0) count = 0;
+    const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
+    int n4 = n / 4;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
+        float4 v = x4[i];
+        s += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) s += x[i] * x[i];
+    s = warp_sum(s);
+    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
+    __syncthreads();
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < kNormThreads / kWarp; w++) total += red[w];
+    float r = rsqrtf(total / n + eps);
+    float m = 0.f; // Quantize: largest |out| below the outlier threshold
+    auto inlier = [threshold](float a) { return !(threshold > 0.f && a >= threshold); };
+    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
+        float4 v = x4[i], g = w4[i];
+        __half2 lo = __floats2half2_rn(v.x * r * g.x, v.y * r * g.y), hi = __floats2half2_rn(v.z * r * g.z, v.w * r * g.w);
+        uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+        reinterpret_cast<uint2 *>(out)[i] = packed;
+        if constexpr (Quantize) {
+            float2 a = __half22float2(lo), b = __half22float2(hi);
+            float e[4] = {fabsf(a.x), fabsf(a.y), fabsf(b.x), fabsf(b.y)};
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (inlier(e[k])) m = fmaxf(m, e[k]);
+        }
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
+        __half h = __float2half(x[i] * r * weight[i]);
+        out[i] = h;
+        float a = fabsf(__half2float(h));
+        if (Quantize && inlier(a)) m = fmaxf(m, a);
+    }
+    if constexpr (Quantize) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (threadIdx.x % kWarp == 0) red_max[threadIdx.x / kWarp] = m;
+        __syncthreads();
+        float absmax = 0.f;
+#pragma unroll
+        for (int w = 0; w < kNormThreads / kWarp; w++) absmax = fmaxf(absmax, red_max[w]);
+        float inv = absmax > 0.f ? 127.f / absmax : 0.f;
+        // The barrier above made every thread's fp16 output visible to the block.
+        for (int i = threadIdx.x; i < n; i += kNormThreads) {
+            float v = __half2float(out[i]);
+            if (!inlier(fabsf(v))) {
+                int k = atomicAdd(&count, 1);
+                if (k < max_outliers) outliers[k] = i;
+                xq[i] = 0;
+            } else {
+                xq[i] = (int8_t)__float2int_rn(v * inv);
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            *x_absmax = absmax;
+            *n_outliers = count < max_outliers ? count : max_outliers;
+        }
+    }
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
