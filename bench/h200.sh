@@ -16,7 +16,7 @@
 #   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
 set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
-W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
+mkdir -p "$OUT"; W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
 export ECO_SOURCE_DIR=$PWD
 # timed SECONDS PROGRAM ARGS...: a carried binary through the carried loader and libraries, under a time limit.
 timed() { local t=$1; shift; timeout "$t" "$L/ld-linux-x86-64.so.2" --library-path "$L:${LD_LIBRARY_PATH:-}:/usr/lib/x86_64-linux-gnu" "$@"; }
