@@ -531,6 +531,34 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_nf4_lanes(const
     }
 }
 
+// The second half of LLM.int8()'s per-token quantization, by every thread of one block, given the absmax of the
+// inliers: outlier columns (|x| >= threshold) are listed (*count, in shared memory, starts at 0) and zeroed in
+// xq; the rest are scaled by 127/absmax and rounded half to even. Shared by quantize_activations and the
+// quantizing RMSNorm, so both give the same bytes.
+// x is not __restrict__: the quantizing RMSNorm reads back what it wrote in the same kernel, which the
+// read-only (non-coherent) path must not serve.
+__device__ __forceinline__ void quantize_with_absmax(const __half *x, int n, float absmax, float threshold,
+                                                     int8_t *__restrict__ xq, int *count, float *__restrict__ x_absmax,
+                                                     int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers)
+{
+    float inv = absmax > 0.f ? 127.f / absmax : 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = __half2float(x[i]);
+        if (threshold > 0.f && fabsf(v) >= threshold) {
+            int k = atomicAdd(count, 1);
+            if (k < max_outliers) outliers[k] = i;
+            xq[i] = 0;
+        } else {
+            xq[i] = (int8_t)__float2int_rn(v * inv);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        *x_absmax = absmax;
+        *n_outliers = *count < max_outliers ? *count : max_outliers;
+    }
+}
+
 // Per-token activation quantization for LLM.int8(): one block. Outlier columns (|x| >= threshold) are
 // listed and zeroed in xq; the rest are scaled by 127/absmax and rounded half to even.
 __global__ void quantize_activations(const __half *__restrict__ x, int n, float threshold, int8_t *__restrict__ xq,
@@ -559,23 +587,7 @@ __global__ void quantize_activations(const __half *__restrict__ x, int n, float 
         if (threadIdx.x == 0) red[0] = v;
     }
     __syncthreads();
-    float absmax = red[0];
-    float inv = absmax > 0.f ? 127.f / absmax : 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        float v = __half2float(x[i]);
-        if (threshold > 0.f && fabsf(v) >= threshold) {
-            int k = atomicAdd(&count, 1);
-            if (k < max_outliers) outliers[k] = i;
-            xq[i] = 0;
-        } else {
-            xq[i] = (int8_t)__float2int_rn(v * inv);
-        }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        *x_absmax = absmax;
-        *n_outliers = count < max_outliers ? count : max_outliers;
-    }
+    quantize_with_absmax(x, n, red[0], threshold, xq, &count, x_absmax, outliers, n_outliers, max_outliers);
 }
 
 // x[hidden] = fp32(embedding row of *token) (embeddings stay 16-bit).
@@ -649,23 +661,8 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
         float absmax = 0.f;
 #pragma unroll
         for (int w = 0; w < kNormThreads / kWarp; w++) absmax = fmaxf(absmax, red_max[w]);
-        float inv = absmax > 0.f ? 127.f / absmax : 0.f;
         // The barrier above made every thread's fp16 output visible to the block.
-        for (int i = threadIdx.x; i < n; i += kNormThreads) {
-            float v = __half2float(out[i]);
-            if (!inlier(fabsf(v))) {
-                int k = atomicAdd(&count, 1);
-                if (k < max_outliers) outliers[k] = i;
-                xq[i] = 0;
-            } else {
-                xq[i] = (int8_t)__float2int_rn(v * inv);
-            }
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            *x_absmax = absmax;
-            *n_outliers = count < max_outliers ? count : max_outliers;
-        }
+        quantize_with_absmax(out, n, absmax, threshold, xq, &count, x_absmax, outliers, n_outliers, max_outliers);
     }
 }
 
