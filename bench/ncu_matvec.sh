@@ -2,11 +2,17 @@
 # Nsight Compute sections of single matvec kernels on the device (speed of light, occupancy, warp stalls,
 # pipes, memory), for finding what bounds a format's kernel. Each CASE is "TAG|ENV|PRECISION|R,U|LINEAR";
 # bench_matvec --shape --linear launches only that kernel, ncu profiles its first COUNT launches.
+# SASS=1 also writes cuobjdump -sass of every matvec kernel in bench_matvec; everything is packed into
+# OUTDIR/ncu.tgz (a device call returns only a few files).
 # usage (repo root, on the device): bench/ncu_matvec.sh OUTDIR MODEL CASE...
 set -u
 OUT=${1:?outdir}; MODEL=${2:?model}; shift 2
 L=$PWD/.device/lib; B=.device/bin; NCU=${NCU:-/usr/local/cuda/bin/ncu}
 mkdir -p "$OUT"
+if [ "${SASS:-0}" = 1 ]; then
+    CUOBJDUMP=${CUOBJDUMP:-/usr/local/cuda/bin/cuobjdump}
+    "$CUOBJDUMP" -sass $B/bench_matvec > "$OUT/bench_matvec.sass" 2>&1 # all kernels: grep a kernel's name
+fi
 for c in "$@"; do
     IFS='|' read -r tag envs prec shape linear <<< "$c"
     echo "== $tag: $MODEL $prec R,U=$shape $linear ${envs}"
@@ -18,3 +24,4 @@ for c in "$@"; do
         --shape "$shape" --linear "$linear") > "$OUT/ncu_$tag.txt" 2>&1
     echo "rc=$?"; grep -E "Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|ERR|rror" "$OUT/ncu_$tag.txt" | head -14
 done
+tar -C "$OUT" -czf "$OUT.tgz" . && rm -rf "$OUT" && mkdir -p "$OUT" && mv "$OUT.tgz" "$OUT/ncu.tgz"
