@@ -2,17 +2,16 @@
 # Nsight Compute sections of single matvec kernels on the device (speed of light, occupancy, warp stalls,
 # pipes, memory), for finding what bounds a format's kernel. Each CASE is "TAG|ENV|PRECISION|R,U|LINEAR";
 # bench_matvec --shape --linear launches only that kernel, ncu profiles its first COUNT launches.
-# SASS=1 also writes cuobjdump -sass of every matvec kernel in bench_matvec; everything is packed into
+# SASS_FUNCS="mangled names" also writes those kernels' cuobjdump -sass; everything is packed into
 # OUTDIR/ncu.tgz (a device call returns only a few files).
 # usage (repo root, on the device): bench/ncu_matvec.sh OUTDIR MODEL CASE...
 set -u
 OUT=${1:?outdir}; MODEL=${2:?model}; shift 2
 L=$PWD/.device/lib; B=.device/bin; NCU=${NCU:-/usr/local/cuda/bin/ncu}
 mkdir -p "$OUT"
-if [ "${SASS:-0}" = 1 ]; then
-    CUOBJDUMP=${CUOBJDUMP:-/usr/local/cuda/bin/cuobjdump}
-    "$CUOBJDUMP" -sass $B/bench_matvec > "$OUT/bench_matvec.sass" 2>&1 # all kernels: grep a kernel's name
-fi
+for f in ${SASS_FUNCS:-}; do # mangled names, e.g. _ZN8eco_cuda6matvecILi3ELb0ELi4ELi1EEEvNS_12MatvecParamsE
+    ${CUOBJDUMP:-/usr/local/cuda/bin/cuobjdump} -sass -fun "$f" $B/bench_matvec > "$OUT/$f.sass" 2>&1
+done
 for c in "$@"; do
     IFS='|' read -r tag envs prec shape linear <<< "$c"
     echo "== $tag: $MODEL $prec R,U=$shape $linear ${envs}"
