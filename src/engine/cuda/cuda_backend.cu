@@ -453,34 +453,25 @@ eco_err launch(State *s, bool dependent, void (*kernel)(Params...), dim3 grid, d
 
 using MatvecFn = void (*)(MatvecParams);
 
-template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
+// One decoder and shape: the warp-per-row skeleton, or (Lanes) the nf4 decoder with per-lane pair tables.
+template <int K, bool DQ, bool Lanes, int R, int U> MatvecFn kernel_of()
 {
-    switch (r * 10 + u) {
-    case 11: return matvec<K, DQ, 1, 1>;
-    case 12: return matvec<K, DQ, 1, 2>;
-    case 14: return matvec<K, DQ, 1, 4>;
-    case 21: return matvec<K, DQ, 2, 1>;
-    case 22: return matvec<K, DQ, 2, 2>;
-    case 24: return matvec<K, DQ, 2, 4>;
-    case 41: return matvec<K, DQ, 4, 1>;
-    case 42: return matvec<K, DQ, 4, 2>;
-    case 81: return matvec<K, DQ, 8, 1>; // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
-    default: return NULL;
-    }
+    if constexpr (Lanes) return matvec_nf4_lanes<DQ, R, U>;
+    else return matvec<K, DQ, R, U>;
 }
 
-template <bool DQ> MatvecFn pick_nf4_lanes(int r, int u)
+template <int K, bool DQ, bool Lanes = false> MatvecFn pick_shape(int r, int u)
 {
     switch (r * 10 + u) {
-    case 11: return matvec_nf4_lanes<DQ, 1, 1>;
-    case 12: return matvec_nf4_lanes<DQ, 1, 2>;
-    case 14: return matvec_nf4_lanes<DQ, 1, 4>;
-    case 21: return matvec_nf4_lanes<DQ, 2, 1>;
-    case 22: return matvec_nf4_lanes<DQ, 2, 2>;
-    case 24: return matvec_nf4_lanes<DQ, 2, 4>;
-    case 41: return matvec_nf4_lanes<DQ, 4, 1>;
-    case 42: return matvec_nf4_lanes<DQ, 4, 2>;
-    case 81: return matvec_nf4_lanes<DQ, 8, 1>;
+    case 11: return kernel_of<K, DQ, Lanes, 1, 1>();
+    case 12: return kernel_of<K, DQ, Lanes, 1, 2>();
+    case 14: return kernel_of<K, DQ, Lanes, 1, 4>();
+    case 21: return kernel_of<K, DQ, Lanes, 2, 1>();
+    case 22: return kernel_of<K, DQ, Lanes, 2, 2>();
+    case 24: return kernel_of<K, DQ, Lanes, 2, 4>();
+    case 41: return kernel_of<K, DQ, Lanes, 4, 1>();
+    case 42: return kernel_of<K, DQ, Lanes, 4, 2>();
+    case 81: return kernel_of<K, DQ, Lanes, 8, 1>(); // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
     default: return NULL;
     }
 }
@@ -492,8 +483,8 @@ MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int r, int u)
     case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
     case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
     case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
-    case ECO_PREC_NF4: return nf4_lanes ? pick_nf4_lanes<false>(r, u) : pick_shape<W_NF4, false>(r, u);
-    case ECO_PREC_NF4_DQ: return nf4_lanes ? pick_nf4_lanes<true>(r, u) : pick_shape<W_NF4, true>(r, u);
+    case ECO_PREC_NF4: return nf4_lanes ? pick_shape<W_NF4, false, true>(r, u) : pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return nf4_lanes ? pick_shape<W_NF4, true, true>(r, u) : pick_shape<W_NF4, true>(r, u);
     default: return NULL;
     }
 }
@@ -1050,6 +1041,31 @@ eco_err eco_cuda_stream_bandwidth(double seconds, double *gb_per_s)
     return ECO_OK;
 }
 
+// A State for one linear outside an engine (bench_matvec, eco_cuda_qmatvec): the device's SM count, the
+// codebooks, a stream, and the LLM.int8 scratch for inputs of up to `cols` features. standalone_close frees
+// what it made, also after a failure part way.
+eco_err standalone_open(State &s, size_t cols)
+{
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    s.sm_count = prop.multiProcessorCount;
+    eco_err e = upload_nf4_tables();
+    if (e) return e;
+    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
+    CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    if ((e = dalloc(&s, &s.xq, cols)) || (e = dalloc(&s, &s.x_absmax, 1)) || (e = dalloc(&s, &s.outliers, kMaxOutliers)) ||
+        (e = dalloc(&s, &s.n_outliers, 1)))
+        return e;
+    return ECO_OK;
+}
+
+void standalone_close(State &s)
+{
+    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers};
+    for (void *p : bufs) cudaFree(p);
+    if (s.stream) cudaStreamDestroy(s.stream);
+}
+
 eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_warp, int unroll, int splits, bool fp8_hw,
                               double *us_per_call, double *gb_per_s)
 {
@@ -1065,13 +1081,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     s.nf4_lanes = nf4_lanes;
     s.shape = m;
     s.force_splits = splits;
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    s.sm_count = prop.multiProcessorCount;
-    eco_err ue = upload_nf4_tables();
-    if (ue) return ue;
-    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
-    CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    eco_err err = standalone_open(s, (size_t)cols);
+    if (err) {
+        standalone_close(s);
+        return err;
+    }
     eco_qweight shape_q;
     memset(&shape_q, 0, sizeof shape_q);
     shape_q.format = (eco_precision)precision;
@@ -1085,7 +1099,6 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     int copies = (int)((size_t)(1u << 30) / per_copy) + 1; // rotate through > 1 GiB: far beyond the 50 MB L2
     if (copies > 64) copies = 64;
     Linear lin[64];
-    eco_err err = ECO_OK;
     __half *x = NULL;
     float *y = NULL;
     for (int i = 0; i < copies && !err; i++) {
@@ -1122,10 +1135,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
         }
         lin[i].buffers[lin[i].n_buffers++] = f;
     }
-    if (!err && ((err = dalloc(&s, &x, (size_t)cols)) || (err = dalloc(&s, &y, (size_t)rows)) ||
-                 (err = dalloc(&s, &s.xq, (size_t)cols)) || (err = dalloc(&s, &s.x_absmax, 1)) ||
-                 (err = dalloc(&s, &s.outliers, kMaxOutliers)) || (err = dalloc(&s, &s.n_outliers, 1)))) {
-    }
+    if (!err && !(err = dalloc(&s, &x, (size_t)cols))) err = dalloc(&s, &y, (size_t)rows);
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     cudaEvent_t a = NULL, b = NULL;
@@ -1169,9 +1179,9 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     if (ge) cudaGraphExecDestroy(ge);
     if (g) cudaGraphDestroy(g);
     for (int i = 0; i < copies; i++) free_linear(lin[i]);
-    void *bufs[] = {x, y, s.xq, s.x_absmax, s.outliers, s.n_outliers};
-    for (void *p : bufs) cudaFree(p);
-    cudaStreamDestroy(s.stream);
+    cudaFree(x);
+    cudaFree(y);
+    standalone_close(s);
     return err;
 }
 
@@ -1195,25 +1205,19 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     s.nf4_lanes = design.nf4_lanes;
     s.opt.quant = qo;
     s.opt.quant.int8_threshold = q->int8_threshold;
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    s.sm_count = prop.multiProcessorCount;
     if ((e = shape_for(q->format, &s.shape))) return e;
     if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s.nf4_max_blocks))) return e;
-    if ((e = upload_nf4_tables())) return e;
-    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
-    CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     Linear lin;
     memset(&lin, 0, sizeof lin);
     uint16_t *xh = (uint16_t *)malloc(q->cols * sizeof(uint16_t));
     __half *dx = NULL;
     float *dy = NULL;
-    if (!xh) e = eco_fail(ECO_ENOMEM, "out of memory");
+    e = standalone_open(s, q->cols);
+    if (!e && !xh) e = eco_fail(ECO_ENOMEM, "out of memory");
     for (uint64_t i = 0; !e && i < q->cols; i++) xh[i] = eco_f32_to_f16(x[i]);
     if (!e) e = upload_qweight(&s, q, &lin);
     if (!e) e = upload(&s, (uint16_t **)&dx, xh, q->cols * sizeof(uint16_t));
-    if (!e && !(e = dalloc(&s, &dy, q->rows)) && !(e = dalloc(&s, &s.xq, q->cols)) && !(e = dalloc(&s, &s.x_absmax, 1)) &&
-        !(e = dalloc(&s, &s.outliers, kMaxOutliers)) && !(e = dalloc(&s, &s.n_outliers, 1))) {
+    if (!e && !(e = dalloc(&s, &dy, q->rows))) {
         // A residual-add epilogue may split the columns: y starts at zero and gets W x added.
         cudaError_t ce = cudaMemsetAsync(dy, 0, q->rows * sizeof(float), s.stream);
         if (ce != cudaSuccess) e = cuda_fail(ce, "cudaMemsetAsync");
@@ -1224,9 +1228,9 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     }
     free(xh);
     free_linear(lin);
-    void *bufs[] = {dx, dy, s.xq, s.x_absmax, s.outliers, s.n_outliers};
-    for (void *p : bufs) cudaFree(p);
-    cudaStreamDestroy(s.stream);
+    cudaFree(dx);
+    cudaFree(dy);
+    standalone_close(s);
     return e;
 }
 
