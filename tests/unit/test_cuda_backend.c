@@ -198,6 +198,13 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     eco_weights_free(w);
 }
 
+/* A seeded linear congruential step: the next value in [0, 1). */
+static float next_unit(uint32_t *h)
+{
+    *h = *h * 1664525u + 1013904223u;
+    return (float)(*h >> 8) / (float)(1u << 24);
+}
+
 /* One linear on the device against eco_qmatvec on chosen inputs: y within `tol` of sum |w x| per row. */
 static double worst_kernel_error(const eco_qweight *q, const float *x)
 {
@@ -233,14 +240,8 @@ static void test_kernels_match_cpu_matvec(void **state)
     assert_non_null(w);
     assert_non_null(x);
     uint32_t h = 777;
-    for (uint64_t i = 0; i < rows * cols; i++) {
-        h = h * 1664525u + 1013904223u;
-        w[i] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 0.2f;
-    }
-    for (uint64_t j = 0; j < cols; j++) {
-        h = h * 1664525u + 1013904223u;
-        x[j] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 4.f + (j % 97 == 5 ? 9.f : 0.f); /* a few LLM.int8 outliers */
-    }
+    for (uint64_t i = 0; i < rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
+    for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 4.f + (j % 97 == 5 ? 9.f : 0.f); /* a few LLM.int8 outliers */
     const struct { eco_precision p; double tol; } cases[] = {
         {ECO_PREC_FP16, 1e-5}, {ECO_PREC_INT8, 1e-5}, {ECO_PREC_INT8_MIXED, 1e-3},
         {ECO_PREC_NF4, 1e-5},  {ECO_PREC_NF4_DQ, 1e-5}, {ECO_PREC_FP8, 1e-5},
@@ -269,10 +270,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(w);
     assert_non_null(x);
     uint32_t h = 12345;
-    for (uint64_t i = 0; i < rows * cols; i++) {
-        h = h * 1664525u + 1013904223u;
-        w[i] = 0.5f + (float)(h >> 8) / (float)(1u << 25); /* one sign, 0.5..1: every partial piles up */
-    }
+    for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     const char *decoders[] = {"table16", "lanes"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < 2; d++) {
@@ -282,10 +280,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             assert_int_equal(eco_quantize(precs[k], w, rows, cols, NULL, &q), ECO_OK);
             for (uint64_t j = 0; j < cols; j++) x[j] = 30000.f + (float)(j % 7) * 64.f; /* 32 of these overflow fp16 */
             double huge = worst_kernel_error(&q, x);
-            for (uint64_t j = 0; j < cols; j++) {
-                h = h * 1664525u + 1013904223u;
-                x[j] = ((float)(h >> 8) / (float)(1u << 24) - 0.5f) * 8.f;
-            }
+            for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 8.f;
             double plain = worst_kernel_error(&q, x);
             print_message("ECO_CUDA_NF4=%-7s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
                           eco_precision_name(precs[k]), huge, plain);
