@@ -11,7 +11,7 @@
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
 #   PROFILE_MODELS x PROFILE_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
 #   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
-#   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS.
+#   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS, with MATVEC_ARGS (e.g. "--shape 4,1").
 #   measure: eco measure per model, with MEASURE_BIN (default .device/bin/eco; .device/bin-prev/eco for a
 #   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
 set -u
@@ -84,7 +84,7 @@ if has matvec; then
     for v in "${vs[@]}"; do
         f=bench_matvec.txt; [ "$v" != - ] && f="bench_matvec_$(vslug "$v").txt"
         log "bench_matvec variant $v"
-        (if [ "$v" != - ]; then export $v; fi; timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8}) > "$W/$f" 2>&1
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 200) $B/bench_matvec --models ${MATVEC_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${MATVEC_PRECS:-fp16,int8,int8-mixed,nf4,fp8} ${MATVEC_ARGS:-}) > "$W/$f" 2>&1
         log "bench_matvec rc=$?"; grep best "$W/$f"
     done
     grep '^ECO_CUDA_MATVEC_' "$W/bench_matvec.txt" | sed 's/ *#.*//; s/^/export /' > "$W/matvec.env"

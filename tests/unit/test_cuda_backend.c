@@ -143,6 +143,12 @@ static void test_formats_match_cpu_reference(void **state)
         }
     }
     unsetenv("ECO_CUDA_NF4");
+    /* the tensor-core matvec, every format (nf4 codes rounded to fp16 there, as in the lane decoder) */
+    setenv("ECO_CUDA_MMA", "all", 1);
+    print_message("ECO_CUDA_MMA=all\n");
+    for (size_t f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare(fams[f], cases[i].p, cases[i].min_cos);
+    unsetenv("ECO_CUDA_MMA");
 }
 
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
@@ -172,6 +178,22 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_MATVEC");
+    /* the tensor-core matvec: one and two row tiles per warp, 1..8 warps per tile (some with no columns at
+     * 512 columns), column slices over blocks */
+    setenv("ECO_CUDA_MMA", "all", 1);
+    const char *mma_shapes[] = {"1,1,1", "2,1,1", "1,2,3", "2,4,2", "1,8,1", "2,8,4"};
+    for (size_t i = 0; i < sizeof mma_shapes / sizeof mma_shapes[0]; i++) {
+        setenv("ECO_CUDA_MMA_SHAPE", mma_shapes[i], 1);
+        print_message("ECO_CUDA_MMA=all ECO_CUDA_MMA_SHAPE=%s\n", mma_shapes[i]);
+        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
+            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
+    }
+    unsetenv("ECO_CUDA_MMA_SHAPE");
+    setenv("ECO_CUDA_FUSE", "0", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
+    unsetenv("ECO_CUDA_FUSE");
+    unsetenv("ECO_CUDA_MMA");
     setenv("ECO_CUDA_FUSE", "0", 1);
     compare_config(medium(), ECO_PREC_FP16, 0.9999);
     compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
@@ -195,6 +217,13 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_MATVEC"));
     unsetenv("ECO_CUDA_MATVEC");
+    const char *bad_mma[][2] = {{"ECO_CUDA_MMA", "nf5"}, {"ECO_CUDA_MMA", ""}, {"ECO_CUDA_MMA_SHAPE", "3,1,1"}, {"ECO_CUDA_MMA_SHAPE", "1,3,1"}};
+    for (size_t i = 0; i < 4; i++) {
+        setenv(bad_mma[i][0], bad_mma[i][1], 1);
+        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_MMA"));
+        unsetenv(bad_mma[i][0]);
+    }
     eco_weights_free(w);
 }
 
@@ -246,14 +275,20 @@ static void test_kernels_match_cpu_matvec(void **state)
         {ECO_PREC_FP16, 1e-5}, {ECO_PREC_INT8, 1e-5}, {ECO_PREC_INT8_MIXED, 1e-3},
         {ECO_PREC_NF4, 1e-5},  {ECO_PREC_NF4_DQ, 1e-5}, {ECO_PREC_FP8, 1e-5},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        eco_qweight q;
-        assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
-        double err = worst_kernel_error(&q, x);
-        print_message("kernel %-10s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p), err);
-        assert_true(err < cases[k].tol);
-        eco_qweight_free(&q);
+    for (int mma = 0; mma < 2; mma++) {
+        setenv("ECO_CUDA_MMA", mma ? "all" : "none", 1);
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            eco_qweight q;
+            assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
+            double err = worst_kernel_error(&q, x);
+            /* the tensor-core nf4 decoder multiplies fp16-rounded codes (relative error <= 2^-12) */
+            double tol = mma && (cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ) ? 3e-4 : cases[k].tol;
+            print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p), mma ? "mma   " : "scalar", err);
+            assert_true(err < tol);
+            eco_qweight_free(&q);
+        }
     }
+    unsetenv("ECO_CUDA_MMA");
     free(w);
     free(x);
 }
@@ -271,10 +306,14 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(x);
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
-    const char *decoders[] = {"table16", "lanes"};
+    /* table16 and lanes on the scalar matvec; "mma": the tensor-core one (fp32 accumulation: no overflow to
+     * redo, but fp16 codes, so within 2^-12 rather than exact) */
+    const char *decoders[] = {"table16", "lanes", "mma"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 2; d++) {
-        setenv("ECO_CUDA_NF4", decoders[d], 1);
+    for (size_t d = 0; d < 3; d++) {
+        bool mma = !strcmp(decoders[d], "mma");
+        setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
+        setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);
         for (size_t k = 0; k < 2; k++) {
             eco_qweight q;
             assert_int_equal(eco_quantize(precs[k], w, rows, cols, NULL, &q), ECO_OK);
@@ -284,12 +323,13 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             double plain = worst_kernel_error(&q, x);
             print_message("ECO_CUDA_NF4=%-7s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
                           eco_precision_name(precs[k]), huge, plain);
-            assert_true(huge < 1e-5);
+            assert_true(huge < (mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             eco_qweight_free(&q);
         }
     }
     unsetenv("ECO_CUDA_NF4");
+    unsetenv("ECO_CUDA_MMA");
     free(w);
     free(x);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cuda_kernels.cuh"
+#include "cuda_mma.cuh"
 
 extern "C" {
 #include "eco/engine.h"
@@ -51,6 +52,9 @@ struct MatvecShape {
 // created, and by eco_cuda_design for the records.
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
+    unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
+    int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
+    bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
 };
 
 bool env_is(const char *name, const char *value)
@@ -62,6 +66,32 @@ bool env_is(const char *name, const char *value)
 // nf4 decoder: per-lane byte-pair tables (ECO_CUDA_NF4=lanes) or the fp32 16-entry table (=table16).
 constexpr bool kNf4LanesByDefault = false;
 
+constexpr unsigned fmt_bit(int p) { return 1u << p; }
+constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
+                             fmt_bit(ECO_PREC_NF4_DQ) | fmt_bit(ECO_PREC_FP8);
+// Formats on the tensor-core matvec unless ECO_CUDA_MMA says otherwise ("0"/"none", "all", or a comma list
+// of precision names; nf4 includes nf4-dq).
+constexpr unsigned kMmaByDefault = 0;
+
+// ECO_CUDA_MMA as a set of formats; false when it does not parse.
+bool parse_mma_formats(const char *v, unsigned *out)
+{
+    *out = kMmaByDefault;
+    if (!v) return true;
+    if (!strcmp(v, "0") || !strcmp(v, "none")) { *out = 0; return true; }
+    if (!strcmp(v, "1") || !strcmp(v, "all")) { *out = kMmaAll; return true; }
+    unsigned set = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        eco_precision p;
+        if (eco_precision_parse(tok, &p)) return false;
+        set |= fmt_bit(p) | (p == ECO_PREC_NF4 ? fmt_bit(ECO_PREC_NF4_DQ) : 0);
+    }
+    *out = set;
+    return set != 0;
+}
+
 Design requested_design(void)
 {
     Design d;
@@ -71,6 +101,17 @@ Design requested_design(void)
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
+    d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
+    if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
+    d.mma_rt = d.mma_kw = d.mma_splits = 0;
+    const char *shape = getenv("ECO_CUDA_MMA_SHAPE");
+    if (shape) {
+        int rt, kw, sp;
+        bool ok = sscanf(shape, "%d,%d,%d", &rt, &kw, &sp) == 3 && (rt == 1 || rt == 2) && kw >= 1 && kw <= kMmaWarps &&
+                  !(kw & (kw - 1)) && sp >= 1 && sp <= 16;
+        if (ok) d.mma_rt = rt, d.mma_kw = kw, d.mma_splits = sp;
+        d.mma_ok = d.mma_ok && ok;
+    }
     return d;
 }
 
@@ -80,6 +121,8 @@ struct State {
     bool reference_stack;
     bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
+    unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
+    int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
@@ -114,6 +157,26 @@ struct State {
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
 };
+
+// The requested design into an engine's (or a standalone linear's) state.
+eco_err apply_design(State *s, const Design &d)
+{
+    if (!d.mma_ok)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA=\"%s\" / ECO_CUDA_MMA_SHAPE=\"%s\": want 0, none, all or precision names "
+                        "(fp16,int8,int8-mixed,nf4,fp8), and \"RT,KW,S\" with RT 1 or 2, KW 1, 2, 4 or 8, S 1..16",
+                        getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
+    s->reference_stack = d.reference_stack;
+    s->fp8_hw = d.fp8_hw;
+    s->nf4_lanes = d.nf4_lanes;
+    s->pdl = d.pdl;
+    s->fused = d.fused;
+    s->i8x_norm = d.i8x_norm;
+    s->mma = d.mma;
+    s->mma_rt = d.mma_rt;
+    s->mma_kw = d.mma_kw;
+    s->mma_splits = d.mma_splits;
+    return ECO_OK;
+}
 
 eco_err cuda_fail(cudaError_t e, const char *what)
 {
@@ -420,7 +483,9 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
     return e;
 }
 
-// The nf4 codebook for both decoders: fp32 codes, and the byte-pair table of fp16 codes.
+eco_err allow_mma_shared_memory(void);
+
+// The nf4 codebook for the decoders: fp32 codes, and the byte-pair table of fp16 codes.
 eco_err upload_nf4_tables(void)
 {
     unsigned pairs[256];
@@ -428,7 +493,7 @@ eco_err upload_nf4_tables(void)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(c_nf4_pairs, pairs, sizeof pairs));
-    return ECO_OK;
+    return allow_mma_shared_memory();
 }
 
 // ---- Launching ----
@@ -594,6 +659,87 @@ int elems_per_load(int format)
     }
 }
 
+// ---- The tensor-core matvec (cuda_mma.cuh) ----
+
+using MmaFn = void (*)(MatvecParams, int);
+
+template <int K, bool DQ> MmaFn mma_kernel(int rt) { return rt == 2 ? matvec_mma<K, DQ, 2> : matvec_mma<K, DQ, 1>; }
+
+MmaFn pick_mma(int format, int rt)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return mma_kernel<W_F16, false>(rt);
+    case ECO_PREC_INT8: return mma_kernel<W_I8, false>(rt);
+    case ECO_PREC_INT8_MIXED: return mma_kernel<W_I8X, false>(rt);
+    case ECO_PREC_NF4: return mma_kernel<W_NF4, false>(rt);
+    case ECO_PREC_NF4_DQ: return mma_kernel<W_NF4, true>(rt);
+    case ECO_PREC_FP8: return mma_kernel<W_FP8_HW, false>(rt);
+    default: return NULL;
+    }
+}
+
+int mma_weight_kind(int format)
+{
+    switch (format) {
+    case ECO_PREC_FP16: return W_F16;
+    case ECO_PREC_INT8: return W_I8;
+    case ECO_PREC_INT8_MIXED: return W_I8X;
+    case ECO_PREC_NF4:
+    case ECO_PREC_NF4_DQ: return W_NF4;
+    default: return W_FP8_HW;
+    }
+}
+
+size_t mma_smem_bytes(int format)
+{
+    return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + 256 * sizeof(float) : 0;
+}
+
+// The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
+// any graph capture (engine creation and standalone linears).
+eco_err allow_mma_shared_memory(void)
+{
+    for (int rt = 1; rt <= 2; rt++) {
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)mma_smem_bytes(ECO_PREC_NF4_DQ)));
+    }
+    return ECO_OK;
+}
+
+// A linear takes the tensor-core path when its format is on it (fp8 with the hardware conversion only) and its
+// columns are whole steps (4 lanes x 16 bytes per row); nf4 blocks are whole 32-column spans (checked on load).
+bool mma_applies(const State *s, const DeviceLinear &d)
+{
+    if (!(s->mma & fmt_bit(d.format)) || (d.format == ECO_PREC_FP8 && !s->fp8_hw)) return false;
+    return d.cols % mma_step_cols(mma_weight_kind(d.format)) == 0;
+}
+
+// Shape: about 16 warps per SM in all. Two row tiles per warp (more bytes in flight per warp) when the rows
+// give enough warps that way, then warps per tile splitting the columns (reduced in shared memory, so any
+// epilogue works), then column slices over blocks (residual add only: atomics), each warp keeping >= 2 steps.
+eco_err launch_matvec_mma(State *s, const DeviceLinear &d, MatvecParams p)
+{
+    int units = item_units(p, 2), steps = d.cols / mma_step_cols(mma_weight_kind(d.format));
+    long target = (long)s->sm_count * 16;
+    // nf4-dq keeps codes and group scales of two tiles in flight: 170 registers, half the warps; one tile.
+    int rt = s->mma_rt ? s->mma_rt : d.format != ECO_PREC_NF4_DQ && ((units + 15) / 16) * (long)kMmaWarps >= target ? 2 : 1;
+    int tiles = (units + 8 * rt - 1) / (8 * rt), kw = s->mma_kw, splits = s->mma_splits;
+    if (!kw) {
+        for (kw = 1; kw < kMmaWarps && (long)tiles * kw < target; kw *= 2) {}
+        while (kw > 1 && steps / kw < 2) kw /= 2;
+    }
+    if (p.epilogue != EP_ADD) splits = 1;
+    else if (s->force_splits) splits = s->force_splits;
+    else if (!splits)
+        for (splits = 1; splits < 8 && (long)tiles * kw * splits < target && steps / (kw * splits * 2) >= 2; splits *= 2) {}
+    if (splits > 1) p.epilogue = EP_ATOMIC_ADD;
+    p.splits = splits;
+    int per_block = kMmaWarps / kw;
+    unsigned blocks = (unsigned)((tiles + per_block - 1) / per_block * splits);
+    return launch(s, true, pick_mma(d.format, rt), dim3(blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p, kw);
+}
+
 eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
 {
     const DeviceLinear &d = l.d;
@@ -646,6 +792,11 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
             CK(cudaMemcpyAsync(&n_out, s->n_outliers, sizeof n_out, cudaMemcpyDeviceToHost, s->stream));
             CK(cudaStreamSynchronize(s->stream));
         }
+    }
+    if (mma_applies(s, d)) {
+        p.epilogue = out.epilogue;
+        p.splits = 1;
+        return launch_matvec_mma(s, d, p);
     }
     unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -786,13 +937,8 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
     s->cfg = *c;
     s->opt = *o;
-    Design design = requested_design();
-    s->reference_stack = design.reference_stack;
-    s->fp8_hw = design.fp8_hw;
-    s->nf4_lanes = design.nf4_lanes;
-    s->pdl = design.pdl;
-    s->fused = design.fused;
-    s->i8x_norm = design.i8x_norm;
+    eco_err e = apply_design(s, requested_design());
+    if (e) return e;
     if (s->opt.max_seq <= 0) s->opt.max_seq = c->max_pos < 4096 ? c->max_pos : 4096;
     eco_precision p = o->precision;
     if (p == ECO_PREC_NF4 && o->quant.double_quant) p = ECO_PREC_NF4_DQ;
@@ -801,7 +947,6 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (c->head_dim > kAttnMaxHeadDim || c->heads % c->kv_heads)
         return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: head_dim %d (at most %d) with %d heads over %d KV heads", c->head_dim,
                         kAttnMaxHeadDim, c->heads, c->kv_heads);
-    eco_err e;
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
@@ -1070,18 +1215,20 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
                               double *us_per_call, double *gb_per_s)
 {
     MatvecShape m{rows_per_warp, unroll, splits};
-    bool nf4_lanes = requested_design().nf4_lanes;
-    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, nf4_lanes, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
+    Design design = requested_design();
+    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, design.nf4_lanes, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
         return eco_fail(ECO_EINVAL, "matvec bench: unsupported shape (format %d, %d x %d, R=%d U=%d S=%d)", precision, rows,
                         cols, rows_per_warp, unroll, splits);
     State s;
     memset(&s, 0, sizeof s);
+    eco_err err = apply_design(&s, design);
+    if (err) return err;
+    s.reference_stack = false;
     s.pdl = true;
     s.fp8_hw = fp8_hw;
-    s.nf4_lanes = nf4_lanes;
     s.shape = m;
     s.force_splits = splits;
-    eco_err err = standalone_open(s, (size_t)cols);
+    err = standalone_open(s, (size_t)cols);
     if (err) {
         standalone_close(s);
         return err;
@@ -1199,10 +1346,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     if (e) return e;
     State s;
     memset(&s, 0, sizeof s);
-    Design design = requested_design();
-    s.pdl = design.pdl;
-    s.fp8_hw = design.fp8_hw;
-    s.nf4_lanes = design.nf4_lanes;
+    if ((e = apply_design(&s, requested_design()))) return e;
     s.opt.quant = qo;
     s.opt.quant.int8_threshold = q->int8_threshold;
     if ((e = shape_for(q->format, &s.shape))) return e;
@@ -1257,9 +1401,16 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; matvec R.U.S %s",
+    char mma[64] = "";
+    size_t m_at = 0;
+    for (const auto &x : f)
+        if (d.mma & fmt_bit(x.format))
+            m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
+    if (!m_at) snprintf(mma, sizeof mma, "none");
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
+             "matvec R.U.S %s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
-             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", d.i8x_norm ? "in RMSNorm" : "apart", shapes);
+             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)
