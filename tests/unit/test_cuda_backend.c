@@ -151,6 +151,69 @@ static void test_formats_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_MMA");
 }
 
+/* The tensor-core matvec in a whole model, per format x fused/unfused x shape: worst cosine and greedy
+ * mismatches against the CPU, printed for every case before one assertion at the end (so a failure shows
+ * its whole pattern). */
+static int mma_probe(eco_model_config c, eco_precision p, const char *label)
+{
+    eco_weights *w;
+    assert_int_equal(eco_weights_synthetic(&c, 7, &w), ECO_OK);
+    eco_engine_options o;
+    eco_engine_options_default(&o);
+    o.precision = p;
+    o.kv_f16 = true;
+    o.max_seq = 64;
+    eco_engine *cpu, *gpu;
+    assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
+    float *lc = malloc(sizeof(float) * c.vocab), *lg = malloc(sizeof(float) * c.vocab);
+    int32_t tok = 11;
+    double worst = 1.0, first_cos = 0;
+    int mismatches = 0, first = -1;
+    for (int step = 0; step < 16; step++) {
+        assert_int_equal(eco_engine_step(cpu, tok, lc), ECO_OK);
+        assert_int_equal(eco_engine_step(gpu, tok, lg), ECO_OK);
+        double cs = cosine(lc, lg, c.vocab);
+        if (step == 0) first_cos = cs;
+        if (cs < worst) worst = cs;
+        int32_t tc = eco_argmax(lc, c.vocab), tg = eco_argmax(lg, c.vocab);
+        if (top2_margin(lc, c.vocab) > 1e-2 && tc != tg) { mismatches++; if (first < 0) first = step; }
+        tok = tc;
+    }
+    print_message("probe %-26s %-10s %-12s step-0 cosine %.7f worst %.7f mismatches %d (first at %d)\n", c.name, eco_precision_name(p),
+                  label, first_cos, worst, mismatches, first);
+    free(lc);
+    free(lg);
+    eco_engine_free(cpu);
+    eco_engine_free(gpu);
+    eco_weights_free(w);
+    return mismatches > 0 || worst < 0.999;
+}
+
+static void test_mma_in_whole_models(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    const eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_FP8};
+    const char *shapes[] = {NULL, "1,1,1", "1,8,1", "2,2,1"};
+    int bad = 0;
+    setenv("ECO_CUDA_MMA", "all", 1);
+    for (int fuse = 1; fuse >= 0; fuse--) {
+        if (!fuse) setenv("ECO_CUDA_FUSE", "0", 1);
+        for (size_t si = 0; si < 4; si++) {
+            if (shapes[si]) setenv("ECO_CUDA_MMA_SHAPE", shapes[si], 1);
+            char label[32];
+            snprintf(label, sizeof label, "%s %s", fuse ? "fused" : "unfused", shapes[si] ? shapes[si] : "auto");
+            for (size_t k = 0; k < 5; k++) bad += mma_probe(tiny(ECO_FAMILY_LLAMA), precs[k], label);
+            unsetenv("ECO_CUDA_MMA_SHAPE");
+        }
+    }
+    unsetenv("ECO_CUDA_FUSE");
+    for (size_t k = 0; k < 5; k++) bad += mma_probe(medium(), precs[k], "fused auto");
+    unsetenv("ECO_CUDA_MMA");
+    assert_int_equal(bad, 0);
+}
+
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
@@ -275,8 +338,13 @@ static void test_kernels_match_cpu_matvec(void **state)
         {ECO_PREC_FP16, 1e-5}, {ECO_PREC_INT8, 1e-5}, {ECO_PREC_INT8_MIXED, 1e-3},
         {ECO_PREC_NF4, 1e-5},  {ECO_PREC_NF4_DQ, 1e-5}, {ECO_PREC_FP8, 1e-5},
     };
-    for (int mma = 0; mma < 2; mma++) {
+    const char *mma_shapes[] = {NULL, NULL, "1,1,1", "1,2,1", "1,4,1", "1,8,1", "2,1,1", "2,4,2", "1,8,4"};
+    for (int mi = 0; mi < 9; mi++) {
+        int mma = mi > 0;
         setenv("ECO_CUDA_MMA", mma ? "all" : "none", 1);
+        if (mma_shapes[mi]) setenv("ECO_CUDA_MMA_SHAPE", mma_shapes[mi], 1);
+        else unsetenv("ECO_CUDA_MMA_SHAPE");
+        if (mma) print_message("ECO_CUDA_MMA_SHAPE=%s\n", mma_shapes[mi] ? mma_shapes[mi] : "(auto)");
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             eco_qweight q;
             assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
@@ -289,6 +357,7 @@ static void test_kernels_match_cpu_matvec(void **state)
         }
     }
     unsetenv("ECO_CUDA_MMA");
+    unsetenv("ECO_CUDA_MMA_SHAPE");
     free(w);
     free(x);
 }
@@ -482,6 +551,7 @@ static void test_attention_long_context_and_window(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mma_in_whole_models),
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
