@@ -709,10 +709,65 @@ eco_err allow_mma_shared_memory(void)
 
 // A linear takes the tensor-core path when its format is on it (fp8 with the hardware conversion only) and its
 // columns are whole steps (4 lanes x 16 bytes per row); nf4 blocks are whole 32-column spans (checked on load).
-bool mma_applies(const State *s, const DeviceLinear &d)
+bool mma_format_ok(const State *s, int format, int cols)
 {
-    if (!(s->mma & fmt_bit(d.format)) || (d.format == ECO_PREC_FP8 && !s->fp8_hw)) return false;
-    return d.cols % mma_step_cols(mma_weight_kind(d.format)) == 0;
+    if (!(s->mma & fmt_bit(format)) || (format == ECO_PREC_FP8 && !s->fp8_hw)) return false;
+    return cols % mma_step_cols(mma_weight_kind(format)) == 0;
+}
+
+// The epilogue whose unit -> rows mapping a launch needs: residual add and plain stores share consecutive rows.
+int tile_map_of(int epilogue) { return epilogue == EP_ROPE_KV || epilogue == EP_SWIGLU ? epilogue : EP_STORE; }
+
+// The unit -> rows mapping of a linear under `map` (as launch_matvec fills MatvecParams).
+MatvecParams mapping_params(const State *s, const DeviceLinear &d, int map)
+{
+    MatvecParams p;
+    memset(&p, 0, sizeof p);
+    p.rows = d.rows;
+    p.cols = d.cols;
+    p.epilogue = map;
+    p.pair_offset = d.rows / 2;
+    p.heads = s->cfg.heads;
+    p.kv_heads = s->cfg.kv_heads;
+    p.head_dim = s->cfg.head_dim;
+    return p;
+}
+
+// Bytes of a tiled linear: 8-unit tiles, rounded up to pairs (a warp may take two), of steps x 1 KB.
+size_t tiled_bytes(const State *s, const DeviceLinear &d, int map, int *tiles, int *steps)
+{
+    MatvecParams p = mapping_params(s, d, map);
+    *tiles = 2 * ((item_units(p, 2) + 15) / 16);
+    *steps = d.cols / mma_step_cols(mma_weight_kind(d.format));
+    return (size_t)*tiles * (size_t)*steps * kTileStepBytes;
+}
+
+// Puts a row-major linear into the tiled order when its format takes the tensor-core matvec; `map` is the
+// epilogue mapping every later launch of it will use (checked in launch_matvec).
+eco_err tile_linear(State *s, Linear &l, int map)
+{
+    DeviceLinear &d = l.d;
+    if (!mma_format_ok(s, d.format, d.cols)) return ECO_OK;
+    int tiles, steps;
+    size_t bytes = tiled_bytes(s, d, map, &tiles, &steps);
+    uint8_t *tiled;
+    eco_err e = dalloc(s, &tiled, bytes);
+    if (e) return e;
+    size_t row_bytes = d.format == ECO_PREC_FP16 ? (size_t)d.cols * 2 : d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ
+                     ? (size_t)d.cols / 2 : (size_t)d.cols;
+    tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, tiled, mapping_params(s, d, map), row_bytes, steps, tiles);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(s->stream));
+    for (int i = 0; i < l.n_buffers; i++)
+        if (l.buffers[i] == d.w) {
+            cudaFree(l.buffers[i]);
+            l.buffers[i] = tiled;
+        }
+    s->resident -= (size_t)d.rows * row_bytes;
+    d.w = tiled;
+    d.tiled = true;
+    d.tile_map = map;
+    return ECO_OK;
 }
 
 // Shape. A block streams its tiles to the end, so a grid of B blocks with C resident at once takes
@@ -823,7 +878,9 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
             CK(cudaStreamSynchronize(s->stream));
         }
     }
-    if (mma_applies(s, d)) {
+    if (d.tiled) {
+        if (tile_map_of(out.epilogue) != d.tile_map)
+            return eco_fail(ECO_ESTATE, "CUDA backend: a linear tiled for epilogue %d launched with epilogue %d", d.tile_map, out.epilogue);
         p.epilogue = out.epilogue;
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
@@ -992,10 +1049,11 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv))) return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up))) return e;
-        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down))) return e;
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = tile_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = tile_linear(s, L.o, EP_STORE))) return e;
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = tile_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
+            return e;
+        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = tile_linear(s, L.down, EP_STORE))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -1029,7 +1087,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         s->lm_head.d.w = s->embed;
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
-        if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head))) return e;
+        if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
+            (e = tile_linear(s, s->lm_head, EP_STORE)))
+            return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
     int half = c->head_dim / 2;
@@ -1285,11 +1345,19 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
         d.rows = rows;
         d.cols = cols;
         d.blocksize = 64;
+        // Random bytes: on the tensor-core path they are taken as already tiled (the order of noise is noise).
+        size_t bytes = wbytes;
+        if (mma_format_ok(&s, precision, cols)) {
+            int tiles, steps;
+            bytes = tiled_bytes(&s, d, EP_STORE, &tiles, &steps);
+            d.tiled = true;
+            d.tile_map = EP_STORE;
+        }
         uint8_t *w;
-        if ((err = dalloc(&s, &w, wbytes))) break;
+        if ((err = dalloc(&s, &w, bytes))) break;
         lin[i].buffers[lin[i].n_buffers++] = w;
         d.w = w;
-        fill_random<<<1024, 256, 0, s.stream>>>(w, wbytes, 0x1234u + (uint32_t)i);
+        fill_random<<<1024, 256, 0, s.stream>>>(w, bytes, 0x1234u + (uint32_t)i);
         float *f;
         uint8_t *codes;
         if (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) {
@@ -1390,6 +1458,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     if (!e && !xh) e = eco_fail(ECO_ENOMEM, "out of memory");
     for (uint64_t i = 0; !e && i < q->cols; i++) xh[i] = eco_f32_to_f16(x[i]);
     if (!e) e = upload_qweight(&s, q, &lin);
+    if (!e) e = tile_linear(&s, lin, EP_STORE);
     if (!e) e = upload(&s, (uint16_t **)&dx, xh, q->cols * sizeof(uint16_t));
     if (!e && !(e = dalloc(&s, &dy, q->rows))) {
         // A residual-add epilogue may split the columns: y starts at zero and gets W x added.

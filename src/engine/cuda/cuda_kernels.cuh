@@ -27,6 +27,8 @@ struct DeviceLinear {
     const float *absmax_q_scale;// nf4-dq, one per 256 blocks
     float absmax_offset;        // nf4-dq
     int blocksize;              // nf4
+    bool tiled;                 // weights in the tensor-core matvec's tile order (cuda_mma.cuh), not by rows
+    int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
 };
 
 __device__ __forceinline__ float warp_sum(float v)

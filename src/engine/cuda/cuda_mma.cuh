@@ -12,7 +12,10 @@
 // bytes of rows g and g + 8 per step, at column span q of the step (4 spans per step, 64 bytes a row: whole
 // 32-byte sectors). An mma sums over k in a fixed order of its own; any assignment of columns to k works as
 // long as A and B use the same one, so the k of lane q are simply its own span: weights and x are read as
-// they lie in memory, no repacking.
+// they would lie in a row-major matrix. The weights are stored in that order ("tiled", repacked once at
+// load by tile_weights): the 16 bytes every lane loads for a tile and a step are one 512-byte run per half
+// tile, and a warp's steps follow each other, so each load instruction reads contiguous memory (row-major,
+// a load touched 8 rows x 64 bytes; Qwen2.5-7B fp16 and int8 both stalled at ~60% of HBM bandwidth that way).
 //
 // nf4: the block absmax changes between spans (blocksize 32 or 64), so B carries x in column q from lane q
 // only (zeros elsewhere): output column n is span n's partial sum, and the lanes that receive it scale it by
@@ -27,6 +30,31 @@ namespace eco_cuda {
 constexpr int kMmaWarps = 8;         // a block: 8 warps over 8 / k_warps tiles, k_warps warps splitting a tile's columns
 constexpr int kNf4TableRowBytes = 256; // 128 used: the row stride makes the address one byte permute
 constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
+constexpr int kTileStepBytes = 2 * kWarp * 16; // one step of an 8-unit tile: two half tiles of 32 lanes x 16 bytes
+
+// Byte offset, in the tiled layout, of byte `c` (0..63) of step s of half h (row g or g + 8) of unit u's tile.
+__host__ __device__ __forceinline__ size_t tiled_offset(size_t tile, int steps, int s, int h, int g, int c)
+{
+    return ((tile * (size_t)steps + (size_t)s) * 2 + (size_t)h) * (kWarp * 16) + (size_t)(g * 4 + c / 16) * 16 + (size_t)(c % 16);
+}
+
+// Row-major weights (row_bytes per row, steps x 64 bytes) into the tiled layout: one thread per 16 bytes. The
+// row of each half tile comes from the epilogue's unit mapping (item_rows<2>), so p carries that epilogue.
+__global__ void tile_weights(const uint8_t *__restrict__ src, uint8_t *__restrict__ dst, const MatvecParams p, size_t row_bytes, int steps, int tiles)
+{
+    int units = item_units(p, 2);
+    size_t n = (size_t)tiles * steps * 2 * kWarp;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        int lane = (int)(i % kWarp), h = (int)(i / kWarp % 2);
+        size_t ts = i / (2 * kWarp);
+        int s = (int)(ts % steps);
+        size_t tile = ts / steps;
+        int rows2[2];
+        item_rows<2>(p, min((int)(tile * 8) + lane / 4, units - 1), rows2);
+        *reinterpret_cast<uint4 *>(dst + i * 16) =
+            *reinterpret_cast<const uint4 *>(src + (size_t)rows2[h] * row_bytes + (size_t)s * 64 + (lane % 4) * 16);
+    }
+}
 
 template <int K> struct Mma {
     static constexpr int span = Elems<K>::n;          // columns per lane per 16-byte load
@@ -81,9 +109,8 @@ template <int K, bool DQ, int RT> struct MmaBatch {
 // One warp's share of a block's item: row tiles and the step range of its column slice.
 template <int K, int RT> struct MmaWork {
     int unit0, s0, s1;
-    const uint8_t *rowp[RT][2];   // + 16 q: this lane's bytes of the first step
+    const uint8_t *base[RT][2];   // this lane's 16 bytes of step 0 of each half tile; a step is kTileStepBytes on
     size_t rowoff[RT][2];         // row * cols (nf4 block index)
-    int row[RT][2];
 };
 
 template <int K, bool DQ, int RT>
@@ -93,7 +120,7 @@ __device__ __forceinline__ void mma_load_weights(const MatvecParams &p, const Mm
 #pragma unroll
     for (int r = 0; r < RT; r++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) b.w[r][h] = load_stream(t.rowp[r][h] + (size_t)s * 64);
+        for (int h = 0; h < 2; h++) b.w[r][h] = load_stream(t.base[r][h] + (size_t)s * kTileStepBytes);
     if constexpr (K == W_NF4) {
         // Lanes q < 2 scale output columns 2q and 2q + 1: spans 2q, 2q + 1 of the step.
         size_t col = (size_t)s * Mma<K>::step + 2 * q * Mma<K>::span;
@@ -117,17 +144,20 @@ __device__ __forceinline__ void mma_load_weights(const MatvecParams &p, const Mm
     }
 }
 
+// x is the previous kernel's output: read with ld.global.cg, not __ldg. The compiler may treat an __ldg
+// (ld.global.nc) as a load of invariant memory and hoist it above griddepcontrol.wait; it did for the
+// int8/fp8 kernels with one row tile (whole models went wrong with PDL and right without it).
 template <int K, bool DQ, int RT>
 __device__ __forceinline__ void mma_load_x(const MatvecParams &p, const MmaWork<K, RT> &t, int s, int g, int q, MmaBatch<K, DQ, RT> &b)
 {
     if (s >= t.s1) return;
     if constexpr (K == W_I8X) {
-        b.x[0] = __ldg(reinterpret_cast<const uint4 *>(p.xq + (size_t)s * Mma<K>::step + q * Mma<K>::span));
+        b.x[0] = __ldcg(reinterpret_cast<const uint4 *>(p.xq + (size_t)s * Mma<K>::step + q * Mma<K>::span));
     } else {
         const uint4 *x = reinterpret_cast<const uint4 *>(p.x + (size_t)s * Mma<K>::step + q * Mma<K>::span);
         bool mine = K != W_NF4 || g == q; // nf4: B column g holds lane g's span only
 #pragma unroll
-        for (int i = 0; i < Mma<K>::x_loads; i++) b.x[i] = mine ? __ldg(x + i) : make_uint4(0, 0, 0, 0);
+        for (int i = 0; i < Mma<K>::x_loads; i++) b.x[i] = mine ? __ldcg(x + i) : make_uint4(0, 0, 0, 0);
     }
 }
 
@@ -145,7 +175,6 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
     int group = blockIdx.x / p.splits, split = blockIdx.x % p.splits;
     int tile = group * tiles_per_block + warp / k_warps, slices = p.splits * k_warps, slice = split * k_warps + warp % k_warps;
     int steps = p.cols / S, per = (steps + slices - 1) / slices;
-    size_t row_bytes = K == W_NF4 ? (size_t)p.cols / 2 : K == W_F16 ? (size_t)p.cols * 2 : (size_t)p.cols;
 
     MmaWork<K, RT> t;
     t.unit0 = tile * 8 * RT;
@@ -158,8 +187,7 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
         item_rows<2>(p, min(t.unit0 + 8 * r + g, units - 1), rows2);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            t.row[r][h] = rows2[h];
-            t.rowp[r][h] = p.w + (size_t)rows2[h] * row_bytes + q * 16;
+            t.base[r][h] = p.w + tiled_offset((size_t)(tile * RT + r), steps, 0, h, g, q * 16);
             t.rowoff[r][h] = (size_t)rows2[h] * (size_t)p.cols;
         }
     }
@@ -257,10 +285,10 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
             float s = p.row_scale[rows2[h]], out = 0.f;
             if (split == 0) { // outlier columns (zeroed in xq), in fp16 dequantized weights as the reference stack does
                 int m = *p.n_outliers;
-                const int8_t *wrow = reinterpret_cast<const int8_t *>(p.w + (size_t)rows2[h] * row_bytes);
                 for (int i = 0; i < m; i++) {
                     int j = p.outliers[i];
-                    out = fmaf(__half2float(__float2half((float)wrow[j] * s)), __half2float(p.x[j]), out);
+                    int8_t wj = (int8_t)p.w[tiled_offset((size_t)(unit / 8), steps, j / 64, h, unit % 8, j % 64)];
+                    out = fmaf(__half2float(__float2half((float)wj * s)), __half2float(p.x[j]), out);
                 }
             }
             f = (float)n * (*p.x_absmax / 127.f) * s + out;
