@@ -53,6 +53,7 @@ struct MatvecShape {
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
+    bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
 };
@@ -70,8 +71,11 @@ constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
                              fmt_bit(ECO_PREC_NF4_DQ) | fmt_bit(ECO_PREC_FP8);
 // Formats on the tensor-core matvec unless ECO_CUDA_MMA says otherwise ("0"/"none", "all", or a comma list
-// of precision names; nf4 includes nf4-dq).
-constexpr unsigned kMmaByDefault = 0;
+// of precision names; nf4 includes nf4-dq). int8 only, from bench_matvec / bench_engine on the H200
+// (data/h200/README.md, session 6): Qwen2.5-7B int8 qkv, o and down 16-17% faster than the scalar kernel and
+// Llama-3.1-8B +4% a token; fp16, fp8 and LLM.int8 about even or slower; nf4 much slower (its shared-table
+// decode and 64 KB fill per block).
+constexpr unsigned kMmaByDefault = fmt_bit(ECO_PREC_INT8);
 
 // ECO_CUDA_MMA as a set of formats; false when it does not parse.
 bool parse_mma_formats(const char *v, unsigned *out)
@@ -102,6 +106,7 @@ Design requested_design(void)
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
+    d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
     const char *shape = getenv("ECO_CUDA_MMA_SHAPE");
@@ -122,6 +127,7 @@ struct State {
     bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
+    bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
@@ -172,6 +178,7 @@ eco_err apply_design(State *s, const Design &d)
     s->fused = d.fused;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
+    s->mma_any_size = d.mma_any_size;
     s->mma_rt = d.mma_rt;
     s->mma_kw = d.mma_kw;
     s->mma_splits = d.mma_splits;
@@ -742,14 +749,19 @@ size_t tiled_bytes(const State *s, const DeviceLinear &d, int map, int *tiles, i
     return (size_t)*tiles * (size_t)*steps * kTileStepBytes;
 }
 
-// Puts a row-major linear into the tiled order when its format takes the tensor-core matvec; `map` is the
-// epilogue mapping every later launch of it will use (checked in launch_matvec).
+// Puts a row-major linear into the tiled order when its format takes the tensor-core matvec and the linear
+// is big enough for it: 16-row tiles give a small linear too few warps (Qwen2.5-0.5B int8 ran 15% slower a
+// token with every linear on it), so a linear whose tiles, split over up to 8 warps of >= 2 steps each, cannot
+// give 8 warps per SM stays on the warp-per-row kernel (unless ECO_CUDA_MMA names the format: then all do).
+// `map` is the epilogue mapping every later launch of it will use (checked in launch_matvec).
 eco_err tile_linear(State *s, Linear &l, int map)
 {
     DeviceLinear &d = l.d;
     if (!mma_format_ok(s, d.format, d.cols)) return ECO_OK;
     int tiles, steps;
     size_t bytes = tiled_bytes(s, d, map, &tiles, &steps);
+    int warps_per_tile = steps / 2 < kMmaWarps ? (steps / 2 > 0 ? steps / 2 : 1) : kMmaWarps;
+    if (!s->mma_any_size && (long)tiles * warps_per_tile < (long)s->sm_count * 8) return ECO_OK;
     uint8_t *tiled;
     eco_err e = dalloc(s, &tiled, bytes);
     if (e) return e;
@@ -1506,6 +1518,7 @@ void eco_cuda_design(char *buf, size_t cap)
         if (d.mma & fmt_bit(x.format))
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
+    else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
