@@ -235,7 +235,19 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     }
-    setenv("ECO_CUDA_NF4_BLOCKS", "3", 1); /* 12 warps: each walks many work items of every linear */
+    /* its register caps (ECO_CUDA_NF4_OCC: blocks per SM), rows 2, 4 and 8 */
+    const char *occs[] = {"1", "3"}, *lane_shapes[] = {"2,1,2", "4,1,1", "8,1,4"};
+    for (size_t o = 0; o < 2; o++)
+        for (size_t i = 0; i < 3; i++) {
+            setenv("ECO_CUDA_NF4_OCC", occs[o], 1);
+            setenv("ECO_CUDA_MATVEC", lane_shapes[i], 1);
+            print_message("ECO_CUDA_NF4=lanes ECO_CUDA_NF4_OCC=%s ECO_CUDA_MATVEC=%s\n", occs[o], lane_shapes[i]);
+            compare_config(medium(), ECO_PREC_NF4, 0.9999);
+            compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        }
+    unsetenv("ECO_CUDA_NF4_OCC");
+    setenv("ECO_CUDA_MATVEC", "4,1,4", 1);
+    setenv("ECO_CUDA_NF4_BLOCKS", "3", 1); /* 24 warps: each walks many work items of every linear */
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_BLOCKS");
@@ -545,6 +557,10 @@ static void test_attention_long_context_and_window(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_MIN"));
     unsetenv("ECO_CUDA_ATTN_MIN");
+    setenv("ECO_CUDA_NF4_OCC", "4", 1);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_OCC"));
+    unsetenv("ECO_CUDA_NF4_OCC");
     eco_weights_free(w);
 }
 

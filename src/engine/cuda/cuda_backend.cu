@@ -52,6 +52,8 @@ struct MatvecShape {
 // created, and by eco_cuda_design for the records.
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
+    int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
+    bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
@@ -64,8 +66,15 @@ bool env_is(const char *name, const char *value)
     return v && !strcmp(v, value);
 }
 
-// nf4 decoder: per-lane byte-pair tables (ECO_CUDA_NF4=lanes) or the fp32 16-entry table (=table16).
-constexpr bool kNf4LanesByDefault = false;
+// nf4 decoder: per-lane byte-pair tables or the fp32 16-entry table. By default the lane decoder takes the
+// linears of at least kNf4LanesMinWeights weights and the table the rest; ECO_CUDA_NF4=lanes puts every nf4
+// linear on the lane decoder, =table16 every one on the table. From bench_matvec / bench_engine on the H200
+// (data/h200/README.md, session 7): Qwen2.5-7B qkv (16.5M weights) 7.3 vs 9.0 us, gate_up 32.2 vs 38.3,
+// down 17.3 vs 19.1, but o (12.8M) 5.6 vs 5.2; whole tokens +11-13% at 7-8B, -12% at 0.5B with every linear
+// on it. Registers capped for 2 blocks (16 warps) per SM: 46.6% of the bandwidth vs 41.5% uncapped at R 4.
+constexpr bool kNf4LanesByDefault = true;
+constexpr long kNf4LanesMinWeights = 16l << 20;
+constexpr int kNf4OccByDefault = 2;
 
 constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
@@ -105,6 +114,9 @@ Design requested_design(void)
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
+    d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
+    const char *occ = getenv("ECO_CUDA_NF4_OCC");
+    d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
@@ -126,6 +138,8 @@ struct State {
     bool reference_stack;
     bool fp8_hw; /* e4m3 through the hardware conversion (faster on the H200); ECO_CUDA_FP8=bits: by bit moves */
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
+    int nf4_occ;    /* that decoder's register cap, as blocks per SM */
+    bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
@@ -173,7 +187,10 @@ eco_err apply_design(State *s, const Design &d)
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
+    if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     s->nf4_lanes = d.nf4_lanes;
+    s->nf4_occ = d.nf4_occ;
+    s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->i8x_norm = d.i8x_norm;
@@ -490,7 +507,7 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
     return e;
 }
 
-eco_err allow_mma_shared_memory(void);
+eco_err allow_large_shared_memory(void);
 
 // The nf4 codebook for the decoders: fp32 codes, and the byte-pair table of fp16 codes.
 eco_err upload_nf4_tables(void)
@@ -500,7 +517,7 @@ eco_err upload_nf4_tables(void)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(c_nf4_pairs, pairs, sizeof pairs));
-    return allow_mma_shared_memory();
+    return allow_large_shared_memory();
 }
 
 // ---- Launching ----
@@ -525,38 +542,52 @@ eco_err launch(State *s, bool dependent, void (*kernel)(Params...), dim3 grid, d
 
 using MatvecFn = void (*)(MatvecParams);
 
-// One decoder and shape: the warp-per-row skeleton, or (Lanes) the nf4 decoder with per-lane pair tables.
-template <int K, bool DQ, bool Lanes, int R, int U> MatvecFn kernel_of()
-{
-    if constexpr (Lanes) return matvec_nf4_lanes<DQ, R, U>;
-    else return matvec<K, DQ, R, U>;
-}
-
-template <int K, bool DQ, bool Lanes = false> MatvecFn pick_shape(int r, int u)
+template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
 {
     switch (r * 10 + u) {
-    case 11: return kernel_of<K, DQ, Lanes, 1, 1>();
-    case 12: return kernel_of<K, DQ, Lanes, 1, 2>();
-    case 14: return kernel_of<K, DQ, Lanes, 1, 4>();
-    case 21: return kernel_of<K, DQ, Lanes, 2, 1>();
-    case 22: return kernel_of<K, DQ, Lanes, 2, 2>();
-    case 24: return kernel_of<K, DQ, Lanes, 2, 4>();
-    case 41: return kernel_of<K, DQ, Lanes, 4, 1>();
-    case 42: return kernel_of<K, DQ, Lanes, 4, 2>();
-    case 81: return kernel_of<K, DQ, Lanes, 8, 1>(); // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
+    case 11: return matvec<K, DQ, 1, 1>;
+    case 12: return matvec<K, DQ, 1, 2>;
+    case 14: return matvec<K, DQ, 1, 4>;
+    case 21: return matvec<K, DQ, 2, 1>;
+    case 22: return matvec<K, DQ, 2, 2>;
+    case 24: return matvec<K, DQ, 2, 4>;
+    case 41: return matvec<K, DQ, 4, 1>;
+    case 42: return matvec<K, DQ, 4, 2>;
+    case 81: return matvec<K, DQ, 8, 1>; // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
     default: return NULL;
     }
 }
 
-MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int r, int u)
+// The per-lane-table nf4 decoder takes R rows per work item (at least the two of a paired epilogue; rows per
+// warp 1 runs as 2) and one load per row in flight beside the one it decodes (the shape's U does not apply).
+int lane_rows(int r) { return r <= 2 ? 2 : r <= 4 ? 4 : 8; }
+
+template <bool DQ, int MinBlocks> MatvecFn pick_lanes_rows(int r)
+{
+    switch (lane_rows(r)) {
+    case 2: return matvec_nf4_lanes<DQ, 2, MinBlocks>;
+    case 4: return matvec_nf4_lanes<DQ, 4, MinBlocks>;
+    default: return matvec_nf4_lanes<DQ, 8, MinBlocks>;
+    }
+}
+
+// min_blocks: the kernel's register cap as blocks per SM (1: the compiler's choice), ECO_CUDA_NF4_OCC.
+template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
+{
+    return min_blocks >= 3 ? pick_lanes_rows<DQ, 3>(r) : min_blocks == 2 ? pick_lanes_rows<DQ, 2>(r) : pick_lanes_rows<DQ, 1>(r);
+}
+
+size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? 256 * sizeof(float) : 0); }
+
+MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
     switch (format) {
     case ECO_PREC_FP16: return pick_shape<W_F16, false>(r, u);
     case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
     case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
     case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
-    case ECO_PREC_NF4: return nf4_lanes ? pick_shape<W_NF4, false, true>(r, u) : pick_shape<W_NF4, false>(r, u);
-    case ECO_PREC_NF4_DQ: return nf4_lanes ? pick_shape<W_NF4, true, true>(r, u) : pick_shape<W_NF4, true>(r, u);
+    case ECO_PREC_NF4: return !pick_shape<W_NF4, false>(r, u) ? NULL : nf4_lanes ? pick_lanes<false>(r, nf4_occ) : pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return !pick_shape<W_NF4, true>(r, u) ? NULL : nf4_lanes ? pick_lanes<true>(r, nf4_occ) : pick_shape<W_NF4, true>(r, u);
     default: return NULL;
     }
 }
@@ -578,7 +609,7 @@ MatvecShape default_shape(int format)
 
 bool shape_valid(const MatvecShape &m)
 {
-    return pick_matvec(ECO_PREC_FP16, false, false, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
+    return pick_matvec(ECO_PREC_FP16, false, false, 1, m.rows_per_warp, m.unroll) && m.max_splits >= 1 && m.max_splits <= 16;
 }
 
 const char *shape_env_name(int format)
@@ -704,8 +735,13 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-eco_err allow_mma_shared_memory(void)
+eco_err allow_large_shared_memory(void)
 {
+    for (int occ = 1; occ <= 3; occ++)
+        for (int r = 2; r <= 8; r *= 2) {
+            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
+        }
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -871,13 +907,15 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
     bool paired = out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV; // the epilogue combines two rows
-    int r = paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll, units = item_units(p, r);
+    bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ) &&
+                 (s->nf4_lanes_any_size || (long)d.rows * d.cols >= kNf4LanesMinWeights);
+    int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;
+    int units = lanes ? lane_items(p, r) : item_units(p, r);
     if (out.epilogue == EP_ADD) {
         p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
         if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     }
-    bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ);
-    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, r, u);
+    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, s->nf4_occ, lanes ? s->shape.rows_per_warp : r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
     if (d.format == ECO_PREC_INT8_MIXED && !out.x_quantized) {
         eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
@@ -897,13 +935,16 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
     }
-    unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
+        size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
+        unsigned blocks = (unsigned)(((long)units * p.splits + kNf4LaneWarps - 1) / kNf4LaneWarps);
         int per_sm = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kWarpsPerBlock * kWarp, 0));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kNf4LaneWarps * kWarp, smem));
         unsigned most = s->nf4_max_blocks ? (unsigned)s->nf4_max_blocks : (unsigned)(s->sm_count * (per_sm > 0 ? per_sm : 1));
         if (blocks > most) blocks = most;
+        return launch(s, true, fn, dim3(blocks), dim3(kNf4LaneWarps * kWarp), smem, p);
     }
+    unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
 }
 
@@ -1318,7 +1359,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
 {
     MatvecShape m{rows_per_warp, unroll, splits};
     Design design = requested_design();
-    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, design.nf4_lanes, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
+    if (!shape_valid(m) || !pick_matvec(precision, fp8_hw, design.nf4_lanes, design.nf4_occ ? design.nf4_occ : 1, rows_per_warp, unroll) || rows < 2 || rows % 2 || cols % 64)
         return eco_fail(ECO_EINVAL, "matvec bench: unsupported shape (format %d, %d x %d, R=%d U=%d S=%d)", precision, rows,
                         cols, rows_per_warp, unroll, splits);
     State s;
@@ -1512,6 +1553,10 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
+    char nf4[128] = "fp32 table";
+    if (d.nf4_lanes)
+        snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) %s", d.nf4_occ,
+                 d.nf4_lanes_any_size ? "everywhere" : "for linears >= 16M weights, fp32 table below");
     char mma[64] = "";
     size_t m_at = 0;
     for (const auto &x : f)
@@ -1522,7 +1567,7 @@ void eco_cuda_design(char *buf, size_t cap)
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
-             d.nf4_lanes ? "fp16 pairs, per-lane tables" : "fp32 table", d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes);
+             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -403,11 +403,33 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
 // clock per SM: about the rate at which the H200 streams nf4 weights, so the decoder, not HBM, sets the pace
 // (bench_matvec: 41% of the bandwidth). Here a byte indexes a table of 256 fp16 pairs: one lookup per two
 // weights, multiplied with the fp16 x pair by one HFMA2. A single 256-word table puts 8 entries in every bank
-// and random bytes collide (that decoder was 9% slower than the fp32 table, session 4); 32 copies
-// interleaved word by word put lane l's copy in bank l, so no byte pattern conflicts. The 32 KB table is
-// filled once per block, so blocks loop over work items (the grid is what fits on the GPU at once) and the
-// fill runs before the dependency wait, under the previous kernel's tail.
-constexpr int kNf4PairWords = 256 * kWarp;
+// and random bytes collide; 32 copies, lane l's at byte l * 4 of every 256-byte row, put lane l in bank l, so
+// no byte pattern conflicts, and the row stride makes the lookup address one byte permute of the weight word
+// and lane * 4 (PRMT, LDS, HFMA2 per weight byte; the 128-byte stride of session 5 needed five instructions).
+// The 64 KB table is filled once per block, so blocks are wide and loop over work items (the grid is what fits
+// on the GPU at once), and the fill runs before the dependency wait, under the previous kernel's tail.
+constexpr int kNf4TableRowBytes = 256; // 128 used
+constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
+constexpr int kNf4LaneWarps = 8;
+
+// The table, and for nf4-dq the dynamic map right after it, by every thread of the block.
+__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant)
+{
+    for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
+        unsigned v = c_nf4_pairs[i / 8];
+        *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
+    }
+    if (double_quant) {
+        float *dmap = reinterpret_cast<float *>(smem + kNf4TableBytes);
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
+    }
+}
+
+// The fp16 pair of codes for byte k of a weight word, from lane copy lane4 / 4.
+__device__ __forceinline__ unsigned nf4_pair(unsigned word, int k, const unsigned char *table, unsigned lane4)
+{
+    return *reinterpret_cast<const unsigned *>(table + __byte_perm(word, lane4, 0x5504u | ((unsigned)k << 4)));
+}
 
 // The exact fallback: fp32 codes and products (for a chunk whose fp16 partial overflowed).
 __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 x2, uint4 x3)
@@ -428,7 +450,7 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
 // 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
 // partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
 // (one check for all R rows, so the rows' lookups interleave without a branch between them).
-__device__ __forceinline__ float dot16_nf4_lanes(uint4 w, const uint4 (&xh)[4], const unsigned *lane_table)
+__device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
 {
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     const __half2 *x = reinterpret_cast<const __half2 *>(xh);
@@ -439,97 +461,158 @@ __device__ __forceinline__ float dot16_nf4_lanes(uint4 w, const uint4 (&xh)[4], 
     for (int i = 0; i < 4; i++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            unsigned bits = lane_table[__byte_perm(u[i], 0u, 0x4440u + k) * kWarp];
+            unsigned bits = nf4_pair(u[i], k, table, lane4);
             acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
         }
     }
     float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
-    return f.x + f.y; // the caller redoes a non-finite partial in fp32, once per batch of rows
+    return f.x + f.y;
 }
 
-template <bool DoubleQuant, int R, int U> struct Nf4Item {
-    int unit, split, c0, c1;
+// A work item of this decoder is R rows: one unit of R rows, or for a paired epilogue (SwiGLU, RoPE) R/2
+// consecutive units of two rows, so x is read and kept once for R rows either way.
+__host__ __device__ __forceinline__ bool paired_epilogue(int epilogue) { return epilogue == EP_SWIGLU || epilogue == EP_ROPE_KV; }
+
+__host__ __device__ __forceinline__ int lane_items(const MatvecParams &p, int R)
+{
+    return paired_epilogue(p.epilogue) ? (item_units(p, 2) + R / 2 - 1) / (R / 2) : item_units(p, R);
+}
+
+template <int R> __device__ __forceinline__ void lane_item_rows(const MatvecParams &p, int item, int (&row)[R])
+{
+    if (paired_epilogue(p.epilogue)) {
+        int units = item_units(p, 2);
+#pragma unroll
+        for (int j = 0; j < R / 2; j++) {
+            int pair[2];
+            item_rows<2>(p, min(item * (R / 2) + j, units - 1), pair); // a last item's spare units repeat the last
+            row[2 * j] = pair[0];
+            row[2 * j + 1] = pair[1];
+        }
+    } else {
+        item_rows<R>(p, item, row);
+    }
+}
+
+template <int R> __device__ __forceinline__ void lane_item_finish(const MatvecParams &p, int item, const int (&row)[R], const float (&v)[R])
+{
+    if (paired_epilogue(p.epilogue)) {
+        int units = item_units(p, 2);
+#pragma unroll
+        for (int j = 0; j < R / 2; j++) {
+            int unit = item * (R / 2) + j;
+            const int pr[2] = {row[2 * j], row[2 * j + 1]};
+            const float pv[2] = {v[2 * j], v[2 * j + 1]};
+            if (unit < units) finish_rows<2>(p, unit, pr, pv);
+        }
+    } else {
+        finish_rows<R>(p, item, row, v);
+    }
+}
+
+// One work item: its rows and this split's chunk range.
+template <int R> struct LaneItem {
+    int item, c0, c1;
     int row[R];
-    const uint8_t *base[R];
-    Batch<W_NF4, DoubleQuant, R, U> cur;
 };
 
-// Sets up one work item and puts its first weight loads in flight.
-template <bool DoubleQuant, int R, int U>
-__device__ __forceinline__ void nf4_item_begin(const MatvecParams &p, int item, int lane, Nf4Item<DoubleQuant, R, U> &t)
+template <int R> __device__ __forceinline__ void lane_item_begin(const MatvecParams &p, int work, LaneItem<R> &t)
 {
     constexpr int E = Elems<W_NF4>::n;
-    t.unit = item / p.splits;
-    t.split = item % p.splits;
-    item_rows<R>(p, t.unit, t.row);
-#pragma unroll
-    for (int r = 0; r < R; r++) t.base[r] = p.w + (size_t)t.row[r] * ((size_t)p.cols / 2);
-    int chunks = p.cols / E, per = (chunks + p.splits - 1) / p.splits;
-    t.c0 = t.split * per;
+    int split = work % p.splits, chunks = p.cols / E, per = (chunks + p.splits - 1) / p.splits;
+    t.item = work / p.splits;
+    lane_item_rows<R>(p, t.item, t.row);
+    t.c0 = split * per;
     t.c1 = min(chunks, t.c0 + per);
-    load_batch<W_NF4, DoubleQuant, R, U>(p, t.base, t.row, t.c0 + lane, t.c1, t.cur);
 }
 
-template <bool DoubleQuant, int R, int U>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_nf4_lanes(const MatvecParams p)
+// Puts this lane's loads of chunk c of item t in flight.
+template <bool DoubleQuant, int R>
+__device__ __forceinline__ void lane_item_load(const MatvecParams &p, const LaneItem<R> &t, int c, Batch<W_NF4, DoubleQuant, R, 1> &b)
 {
-    __shared__ __align__(16) unsigned pairs[kNf4PairWords];
-    __shared__ float dmap[DoubleQuant ? 256 : 1];
+    const uint8_t *base[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) base[r] = p.w + (size_t)t.row[r] * ((size_t)p.cols / 2);
+    load_batch<W_NF4, DoubleQuant, R, 1>(p, base, t.row, c, t.c1, b);
+}
+
+// Dynamic shared memory: the pair table, then (nf4-dq) the dynamic map. A warp's work is one stream of
+// steps (a step: 32 chunks of R rows) over all its work items, and each lane keeps the next step's loads in
+// flight while it decodes the current one, across item boundaries too: nf4 rows are short (3584 columns:
+// 1.75 KB, under four steps), and an item that started with a load it then waited for spent a whole memory
+// latency of its four steps idle. MinBlocks (blocks per SM) caps the registers.
+template <bool DoubleQuant, int R, int MinBlocks>
+__global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_lanes(const MatvecParams p)
+{
+    extern __shared__ __align__(16) unsigned char nf4_smem[];
     grid_dependents_launch();
     constexpr int E = Elems<W_NF4>::n;
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-    int total = item_units(p, R) * p.splits, stride = gridDim.x * kWarpsPerBlock;
-    int item = blockIdx.x * kWarpsPerBlock + warp;
-    Nf4Item<DoubleQuant, R, U> t;
-    if (item < total) nf4_item_begin<DoubleQuant, R, U>(p, item, lane, t);
-    for (int i = threadIdx.x; i < kNf4PairWords / 4; i += blockDim.x) {
-        unsigned v = c_nf4_pairs[i / (kWarp / 4)];
-        reinterpret_cast<uint4 *>(pairs)[i] = make_uint4(v, v, v, v);
+    int total = lane_items(p, R) * p.splits, stride = gridDim.x * kNf4LaneWarps;
+    int work = blockIdx.x * kNf4LaneWarps + warp;
+    LaneItem<R> a;
+    Batch<W_NF4, DoubleQuant, R, 1> cur;
+    if (work < total) {
+        lane_item_begin<R>(p, work, a);
+        lane_item_load<DoubleQuant, R>(p, a, a.c0 + lane, cur);
     }
-    if constexpr (DoubleQuant)
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
+    fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
-    const unsigned *lane_table = pairs + lane;
-    for (bool first = true; item < total; item += stride, first = false) {
-        if (!first) nf4_item_begin<DoubleQuant, R, U>(p, item, lane, t);
-        float acc[R];
+    if (work >= total) return;
+    const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
+    const unsigned lane4 = (unsigned)lane * 4u;
+    float acc[R];
 #pragma unroll
-        for (int r = 0; r < R; r++) acc[r] = 0.f;
-        for (int ch = t.c0 + lane; ch < t.c1; ch += kWarp * U) {
-            Batch<W_NF4, DoubleQuant, R, U> next;
-            load_batch<W_NF4, DoubleQuant, R, U>(p, t.base, t.row, ch + kWarp * U, t.c1, next);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                int c = ch + u * kWarp;
-                if (c >= t.c1) break;
-                uint4 xh[4]; // x stays fp16: 32 values as 16 pairs, shared by the R rows
-#pragma unroll
-                for (int i = 0; i < 4; i++) xh[i] = __ldg(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
-                float part[R];
-                bool finite = true;
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    part[r] = dot16_nf4_lanes(t.cur.w[u][r], xh, lane_table);
-                    finite &= isfinite(part[r]);
-                }
-                if (!finite) {
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(t.cur.w[u][r], xh[0], xh[1], xh[2], xh[3]);
-                }
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float am = DoubleQuant ? dmap[t.cur.code[u][r]] * t.cur.am[u][r] + p.absmax_offset : t.cur.am[u][r];
-                    acc[r] = fmaf(part[r], am, acc[r]);
-                }
-            }
-            t.cur = next;
+    for (int r = 0; r < R; r++) acc[r] = 0.f;
+    for (int step = a.c0;;) { // warp-uniform: this lane's chunk is step + lane
+        int next_step = step + kWarp, next_work = work + stride;
+        bool last = next_step >= a.c1; // of this item
+        LaneItem<R> b;
+        Batch<W_NF4, DoubleQuant, R, 1> next;
+        if (!last) {
+            lane_item_load<DoubleQuant, R>(p, a, next_step + lane, next);
+        } else if (next_work < total) {
+            lane_item_begin<R>(p, next_work, b);
+            next_step = b.c0;
+            lane_item_load<DoubleQuant, R>(p, b, next_step + lane, next);
         }
-        float v[R];
+        int c = step + lane;
+        if (c < a.c1) {
+            // x stays fp16: 32 values as 16 pairs, shared by the R rows. A coherent load: the read-only path
+            // (__ldg) may be hoisted above the dependency wait, before the previous kernel wrote x.
+            uint4 xh[4];
 #pragma unroll
-        for (int r = 0; r < R; r++) v[r] = warp_sum(acc[r]);
-        if (lane == 0) finish_rows<R>(p, t.unit, t.row, v);
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
+            float part[R];
+            bool finite = true;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                part[r] = dot32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4);
+                finite &= isfinite(part[r]);
+            }
+            if (!finite) {
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(cur.w[0][r], xh[0], xh[1], xh[2], xh[3]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float am = DoubleQuant ? dmap[cur.code[0][r]] * cur.am[0][r] + p.absmax_offset : cur.am[0][r];
+                acc[r] = fmaf(part[r], am, acc[r]);
+            }
+        }
+        if (last) {
+            float v[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) v[r] = warp_sum(acc[r]), acc[r] = 0.f;
+            if (lane == 0) lane_item_finish<R>(p, a.item, a.row, v);
+            if (next_work >= total) break;
+            work = next_work;
+            a = b;
+        }
+        step = next_step;
+        cur = next;
     }
 }
 

@@ -28,8 +28,6 @@
 namespace eco_cuda {
 
 constexpr int kMmaWarps = 8;         // a block: 8 warps over 8 / k_warps tiles, k_warps warps splitting a tile's columns
-constexpr int kNf4TableRowBytes = 256; // 128 used: the row stride makes the address one byte permute
-constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
 constexpr int kTileStepBytes = 2 * kWarp * 16; // one step of an 8-unit tile: two half tiles of 32 lanes x 16 bytes
 
 // Byte offset, in the tiled layout, of byte `c` (0..63) of step s of half h (row g or g + 8) of unit u's tile.
@@ -94,8 +92,7 @@ template <int K> __device__ __forceinline__ unsigned weight_pair(const uint4 &w,
         __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u[i / 2] >> (i % 2 ? 16 : 0)), __NV_E4M3);
         return *reinterpret_cast<unsigned *>(&raw);
     } else { // W_NF4: byte i
-        unsigned at = __byte_perm(u[i / 4], lane4, 0x5504u | ((unsigned)(i % 4) << 4));
-        return *reinterpret_cast<const unsigned *>(table + at);
+        return nf4_pair(u[i / 4], i % 4, reinterpret_cast<const unsigned char *>(table), lane4);
     }
 }
 
@@ -195,14 +192,9 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
     mma_load_weights<K, DQ, RT>(p, t, t.s0, q, cur); // weights never depend on the previous kernel
 
     const char *table = reinterpret_cast<const char *>(mma_smem);
-    float *dmap = reinterpret_cast<float *>(mma_smem + kNf4TableBytes);
+    const float *dmap = reinterpret_cast<const float *>(mma_smem + kNf4TableBytes);
     if constexpr (K == W_NF4) {
-        for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
-            unsigned v = c_nf4_pairs[i / 8];
-            *reinterpret_cast<uint4 *>(mma_smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
-        }
-        if constexpr (DQ)
-            for (int i = threadIdx.x; i < 256; i += blockDim.x) dmap[i] = c_dynamic_map[i];
+        fill_nf4_pair_table(mma_smem, DQ);
         __syncthreads();
     }
     grid_dependency_wait();
