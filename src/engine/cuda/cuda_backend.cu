@@ -67,11 +67,13 @@ bool env_is(const char *name, const char *value)
 }
 
 // nf4 decoder: per-lane byte-pair tables or the fp32 16-entry table. By default the lane decoder takes the
-// linears of at least kNf4LanesMinWeights weights and the table the rest; ECO_CUDA_NF4=lanes puts every nf4
-// linear on the lane decoder, =table16 every one on the table. From bench_matvec / bench_engine on the H200
-// (data/h200/README.md, session 7): Qwen2.5-7B qkv (16.5M weights) 7.3 vs 9.0 us, gate_up 32.2 vs 38.3,
-// down 17.3 vs 19.1, but o (12.8M) 5.6 vs 5.2; whole tokens +11-13% at 7-8B, -12% at 0.5B with every linear
-// on it. Registers capped for 2 blocks (16 warps) per SM: 46.6% of the bandwidth vs 41.5% uncapped at R 4.
+// linears of at least kNf4LanesMinWeights (2^24) weights and the table the rest; ECO_CUDA_NF4=lanes puts every
+// nf4 linear on the lane decoder, =table16 every one on the table. From bench_matvec / bench_engine on the H200
+// (data/h200/README.md, session 7): Qwen2.5-7B gate_up 32.2 vs 38.3 us, down 17.3 vs 19.1, but o (12.8M
+// weights) 5.6 vs 5.2; whole tokens +12-13% at 7-8B with this rule, -12% at 0.5B with every linear on it. The
+// 7B qkv (16.5M, under 2^24) stays on the table although it was faster on the lanes (7.3 vs 9.0 us): a lower
+// threshold is untimed. Registers capped for 2 blocks (16 warps) per SM: 46.6% of the bandwidth vs 41.5%
+// uncapped at R 4.
 constexpr bool kNf4LanesByDefault = true;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
@@ -1556,7 +1558,7 @@ void eco_cuda_design(char *buf, size_t cap)
     char nf4[128] = "fp32 table";
     if (d.nf4_lanes)
         snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) %s", d.nf4_occ,
-                 d.nf4_lanes_any_size ? "everywhere" : "for linears >= 16M weights, fp32 table below");
+                 d.nf4_lanes_any_size ? "everywhere" : "for linears >= 2^24 weights, fp32 table below");
     char mma[64] = "";
     size_t m_at = 0;
     for (const auto &x : f)
