@@ -761,7 +761,7 @@ bool mma_format_ok(const State *s, int format, int cols)
 }
 
 // The epilogue whose unit -> rows mapping a launch needs: residual add and plain stores share consecutive rows.
-int tile_map_of(int epilogue) { return epilogue == EP_ROPE_KV || epilogue == EP_SWIGLU ? epilogue : EP_STORE; }
+int tile_map_of(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
 
 // The unit -> rows mapping of a linear under `map` (as launch_matvec fills MatvecParams).
 MatvecParams mapping_params(const State *s, const DeviceLinear &d, int map)
@@ -908,7 +908,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
-    bool paired = out.epilogue == EP_SWIGLU || out.epilogue == EP_ROPE_KV; // the epilogue combines two rows
+    bool paired = paired_epilogue(out.epilogue);
     bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ) &&
                  (s->nf4_lanes_any_size || (long)d.rows * d.cols >= kNf4LanesMinWeights);
     int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;

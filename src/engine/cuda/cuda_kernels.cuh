@@ -83,6 +83,9 @@ enum Epilogue {
     EP_ROPE_KV = 4,    // rows (i, i + head_dim/2) of one head: bias, rotate q and k, k and v into the fp16 caches
 };
 
+// The epilogues that combine two rows (a unit is a pair of rows, not one).
+__host__ __device__ __forceinline__ bool paired_epilogue(int epilogue) { return epilogue == EP_SWIGLU || epilogue == EP_ROPE_KV; }
+
 struct MatvecParams {
     const uint8_t *w;
     const float *row_scale;      // int8, int8-mixed, fp8
@@ -471,7 +474,6 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
 
 // A work item of this decoder is R rows: one unit of R rows, or for a paired epilogue (SwiGLU, RoPE) R/2
 // consecutive units of two rows, so x is read and kept once for R rows either way.
-__host__ __device__ __forceinline__ bool paired_epilogue(int epilogue) { return epilogue == EP_SWIGLU || epilogue == EP_ROPE_KV; }
 
 __host__ __device__ __forceinline__ int lane_items(const MatvecParams &p, int R)
 {
