@@ -4,7 +4,10 @@
 #include <string.h>
 
 #include "eco_test.h"
+#include <jansson.h>
+
 #include "eco/cuda.h"
+#include "eco/paths.h"
 #include "eco/engine.h"
 #include "eco/model.h"
 #include "eco/quant.h"
@@ -281,6 +284,18 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     setenv("ECO_CUDA_PDL", "0", 1);
     compare_config(medium(), ECO_PREC_INT8, 0.9999);
     unsetenv("ECO_CUDA_PDL");
+    /* no L2 prefetch before the wait (by default these small linears are prefetched whole), and the most */
+    const char *prefetch[] = {"0", "64"};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("ECO_CUDA_L2_PREFETCH_MB", prefetch[i], 1);
+        compare_config(medium(), ECO_PREC_FP16, 0.9999);
+        compare_config(medium(), ECO_PREC_FP8, 0.9999);
+    }
+    /* a budget under some linears' size: those are not prefetched, the rest are (1 MB: not gate_up, down) */
+    setenv("ECO_CUDA_L2_PREFETCH_MB", "1", 1);
+    compare_config(medium(), ECO_PREC_FP16, 0.9999);
+    compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
+    unsetenv("ECO_CUDA_L2_PREFETCH_MB");
     /* A malformed override is a clear error, not a silent default. */
     setenv("ECO_CUDA_MATVEC", "3,3,1", 1);
     eco_model_config c = medium();
@@ -292,6 +307,13 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_MATVEC"));
     unsetenv("ECO_CUDA_MATVEC");
+    const char *bad_prefetch[] = {"65", "-1", "8MB", ""};
+    for (size_t i = 0; i < 4; i++) {
+        setenv("ECO_CUDA_L2_PREFETCH_MB", bad_prefetch[i], 1);
+        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_L2_PREFETCH_MB"));
+    }
+    unsetenv("ECO_CUDA_L2_PREFETCH_MB");
     const char *bad_mma[][2] = {{"ECO_CUDA_MMA", "nf5"}, {"ECO_CUDA_MMA", ""}, {"ECO_CUDA_MMA_SHAPE", "3,1,1"}, {"ECO_CUDA_MMA_SHAPE", "1,3,1"}};
     for (size_t i = 0; i < 4; i++) {
         setenv(bad_mma[i][0], bad_mma[i][1], 1);
@@ -300,6 +322,36 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv(bad_mma[i][0]);
     }
     eco_weights_free(w);
+}
+
+/* The kernel-design string eco measure records must fit the energy schema's software.engine_design, with
+ * every override at its longest (no device needed: it is built from the environment alone). */
+static void test_design_fits_the_energy_schema(void **state)
+{
+    (void)state;
+    if (!eco_cuda_design) skip();
+    char path[4096];
+    assert_true(eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", path, sizeof path));
+    json_error_t err;
+    json_t *schema = json_load_file(path, 0, &err);
+    assert_non_null(schema);
+    json_t *field = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(schema, "$defs"),
+                                    "software"), "properties"), "engine_design"), "maxLength");
+    assert_true(json_is_integer(field));
+    size_t most = (size_t)json_integer_value(field);
+    const char *longest[][2] = {{"ECO_CUDA_NF4", "lanes"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+                                {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
+                                {"ECO_CUDA_MATVEC", "8,4,16"}};
+    char design[1024];
+    for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
+        if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
+        eco_cuda_design(design, sizeof design);
+        print_message("%zu of %zu characters: %s\n", strlen(design), most, design);
+        assert_true(strlen(design) <= most);
+        assert_non_null(strstr(design, "graph+PDL"));
+    }
+    for (size_t n = 0; n < sizeof longest / sizeof longest[0]; n++) unsetenv(longest[n][0]);
+    json_decref(schema);
 }
 
 /* A seeded linear congruential step: the next value in [0, 1). */
@@ -567,6 +619,7 @@ static void test_attention_long_context_and_window(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_design_fits_the_energy_schema),
         cmocka_unit_test(test_mma_in_whole_models),
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),

@@ -58,6 +58,7 @@ struct Design {
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
+    int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -77,6 +78,14 @@ bool env_is(const char *name, const char *value)
 constexpr bool kNf4LanesByDefault = true;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
+
+// A scalar matvec whose weights fit in ECO_CUDA_L2_PREFETCH_MB (0: none) asks L2 for all of them before its
+// dependency wait, while the norm or attention before it leaves HBM idle. Side by side on the H200
+// (data/h200/README.md, session 8): Qwen2.5-0.5B fp16 1546.9 vs 1436.3 tok/s (every linear under 16 MB); but
+// prefetching the first 16 MB spread over the rows of a bigger linear cost Qwen2.5-7B 268.1 vs 277.4 and
+// Llama-3.1-8B 229.2 vs 235.0 (32 MB: worse), and so did its leading rows, whole, up to 16 MB (270.0 vs 281.0,
+// 229.7 vs 237.0; 8 MB: 277.4, 235.7), so big linears are not prefetched at all.
+constexpr int kL2PrefetchMb = 16;
 
 constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
@@ -120,6 +129,14 @@ Design requested_design(void)
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
+    d.l2_prefetch_mb = kL2PrefetchMb;
+    const char *pf = getenv("ECO_CUDA_L2_PREFETCH_MB");
+    if (pf) {
+        char *end;
+        long mb = strtol(pf, &end, 10);
+        d.l2_prefetch_mb = end != pf && !*end && mb >= 0 && mb <= 64 ? (int)mb : -1;
+    }
+    if (d.reference_stack) d.l2_prefetch_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
@@ -178,6 +195,7 @@ struct State {
     int attn_min_positions; /* positions per block below which a token uses fewer splits */
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
+    long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -190,6 +208,9 @@ eco_err apply_design(State *s, const Design &d)
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
+    if (d.l2_prefetch_mb < 0)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
+    s->l2_prefetch_bytes = (long)d.l2_prefetch_mb << 20;
     s->nf4_lanes = d.nf4_lanes;
     s->nf4_occ = d.nf4_occ;
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
@@ -518,7 +539,7 @@ eco_err upload_nf4_tables(void)
     for (int b = 0; b < 256; b++)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
-    CK(cudaMemcpyToSymbol(c_nf4_pairs, pairs, sizeof pairs));
+    CK(cudaMemcpyToSymbol(g_nf4_pairs, pairs, sizeof pairs));
     return allow_large_shared_memory();
 }
 
@@ -946,6 +967,9 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         if (blocks > most) blocks = most;
         return launch(s, true, fn, dim3(blocks), dim3(kNf4LaneWarps * kWarp), smem, p);
     }
+    long row_bytes = d.format == ECO_PREC_FP16 ? 2l * d.cols
+                     : d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ ? d.cols / 2 : (long)d.cols;
+    if (s->pdl && row_bytes * d.rows <= s->l2_prefetch_bytes) p.l2_prefetch = (unsigned)row_bytes; // all of each row slice
     unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
 }
@@ -970,6 +994,16 @@ eco_err launch_norm(State *s, const float *weight, bool quantize)
                       (float)c.rms_eps, s->opt.quant.int8_threshold, s->xq, s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers);
     return launch(s, true, rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
                   (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0);
+}
+
+// Dims per lane: head_dim / 32 rounded up to 2, 4 or 8 (fewer registers and loads for the common 64 and 128).
+eco_err launch_attention(State *s, const Layer &L, int window)
+{
+    const eco_model_config &c = s->cfg;
+    auto kernel = c.head_dim <= 2 * kWarp ? attention<2> : c.head_dim <= 4 * kWarp ? attention<4> : attention<8>;
+    return launch(s, true, kernel, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)s->qkv,
+                  (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
+                  c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done);
 }
 
 eco_err enqueue_token(State *s)
@@ -1000,10 +1034,7 @@ eco_err enqueue_token(State *s)
                             L.v_cache, c.heads, c.kv_heads, c.head_dim)))
                 return e;
         }
-        if ((e = launch(s, true, attention, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)s->qkv,
-                        (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
-                        c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done)))
-            return e;
+        if ((e = launch_attention(s, L, window))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
         if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
         if (s->fused) {
@@ -1567,9 +1598,9 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
-             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes);
+             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0);
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

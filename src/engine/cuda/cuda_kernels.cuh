@@ -13,7 +13,9 @@ namespace eco_cuda {
 constexpr int kWarp = 32;
 
 __constant__ float c_nf4[16];
-__constant__ unsigned c_nf4_pairs[256]; // byte b: fp16 code[b >> 4] (the first element) low, code[b & 15] high
+// byte b: fp16 code[b >> 4] (the first element) low, code[b & 15] high. Global, not __constant__: the table fill
+// reads four entries per warp instruction, which the constant cache would serialize.
+__device__ unsigned g_nf4_pairs[256];
 __constant__ float c_dynamic_map[256];
 
 // Everything a linear layer needs on the device, in the layout of eco_qweight (include/eco/quant.h).
@@ -47,6 +49,12 @@ __device__ __forceinline__ int warp_sum_int(int v)
 
 // Weights are streamed once per token: bypass L1 and mark them evict-first (ld.global.cs).
 __device__ __forceinline__ uint4 load_stream(const void *p) { return __ldcs(reinterpret_cast<const uint4 *>(p)); }
+
+// Asks L2 to fetch [p, p + bytes) from HBM (16-byte aligned, a multiple of 16) without waiting for it.
+__device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 
 // ---- Programmatic dependent launch (Hopper) ----
 // Every kernel of a token lets the next one be scheduled as soon as it starts (launch_dependents) and waits
@@ -108,6 +116,7 @@ struct MatvecParams {
     const int *pos;
     __half *k_cache, *v_cache;
     int heads, kv_heads, head_dim;
+    unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
@@ -336,6 +345,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
 
     Batch<K, DoubleQuant, R, U> cur;
     load_batch<K, DoubleQuant, R, U>(p, base, row, c0 + lane, c1, cur);
+    // Between two matvecs sit latency-bound kernels (norm, attention) that leave HBM idle: a small linear's
+    // remaining bytes are fetched into L2 meanwhile (the host sets l2_prefetch only for those).
+    if (p.l2_prefetch) {
+        size_t from = (size_t)(c0 + kWarp * U) * 16, to = min((size_t)c1 * 16, from + p.l2_prefetch);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (lane == r && to > from) prefetch_l2(base[r] + from, (unsigned)(to - from));
+    }
     grid_dependency_wait();
 
     float acc[R];
@@ -418,8 +435,9 @@ constexpr int kNf4LaneWarps = 8;
 // The table, and for nf4-dq the dynamic map right after it, by every thread of the block.
 __device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant)
 {
+#pragma unroll 8
     for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
-        unsigned v = c_nf4_pairs[i / 8];
+        unsigned v = __ldg(g_nf4_pairs + i / 8);
         *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
     }
     if (double_quant) {
@@ -687,8 +705,9 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
 }
 
 // out = fp16(x * rsqrt(mean(x^2) + eps) * weight), one block. It sits between two matvecs on the critical
-// path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums).
-constexpr int kNormThreads = 256;
+// path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums), the
+// weights loaded before the dependency wait and x read once.
+constexpr int kNormThreads = 256, kNormCached = 6; // hidden sizes up to 6144 are read once (8 spills)
 
 // With Quantize (LLM.int8() inputs of qkv and gate_up), the same block also quantizes its fp16 output as
 // quantize_activations does (same outliers, absmax and rounding): one kernel instead of two on the critical
@@ -700,18 +719,34 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
                                                         int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers)
 {
     grid_dependents_launch();
-    grid_dependency_wait();
     __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
     __shared__ int count;
     if (Quantize && threadIdx.x == 0) count = 0;
     const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
     int n4 = n / 4;
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
-        float4 v = x4[i];
-        s += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    // The weights (model constants) are loaded before the wait, x once after it (coherently: the previous
+    // kernel wrote it); up to kNormCached float4 of each stay in registers for the second pass.
+    float4 g[kNormCached], v[kNormCached];
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) g[k] = __ldg(w4 + i);
     }
-    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) s += x[i] * x[i];
+    grid_dependency_wait();
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) {
+            v[k] = __ldcg(x4 + i);
+            s += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+        }
+    }
+    for (int i = threadIdx.x + kNormCached * kNormThreads; i < n4; i += kNormThreads) {
+        float4 t = __ldcg(x4 + i);
+        s += t.x * t.x + t.y * t.y + t.z * t.z + t.w * t.w;
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) s += __ldcg(x + i) * __ldcg(x + i);
     s = warp_sum(s);
     if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
     __syncthreads();
@@ -721,9 +756,8 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
     float r = rsqrtf(total / n + eps);
     float m = 0.f; // Quantize: largest |out| below the outlier threshold
     auto inlier = [threshold](float a) { return !(threshold > 0.f && a >= threshold); };
-    for (int i = threadIdx.x; i < n4; i += kNormThreads) {
-        float4 v = x4[i], g = w4[i];
-        __half2 lo = __floats2half2_rn(v.x * r * g.x, v.y * r * g.y), hi = __floats2half2_rn(v.z * r * g.z, v.w * r * g.w);
+    auto emit = [&](int i, float4 xv, float4 gv) {
+        __half2 lo = __floats2half2_rn(xv.x * r * gv.x, xv.y * r * gv.y), hi = __floats2half2_rn(xv.z * r * gv.z, xv.w * r * gv.w);
         uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
         reinterpret_cast<uint2 *>(out)[i] = packed;
         if constexpr (Quantize) {
@@ -733,9 +767,15 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
             for (int k = 0; k < 4; k++)
                 if (inlier(e[k])) m = fmaxf(m, e[k]);
         }
+    };
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) emit(i, v[k], g[k]);
     }
+    for (int i = threadIdx.x + kNormCached * kNormThreads; i < n4; i += kNormThreads) emit(i, __ldcg(x4 + i), __ldg(w4 + i));
     for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
-        __half h = __float2half(x[i] * r * weight[i]);
+        __half h = __float2half(__ldcg(x + i) * r * weight[i]);
         out[i] = h;
         float a = fabsf(__half2float(h));
         if (Quantize && inlier(a)) m = fmaxf(m, a);
@@ -789,26 +829,72 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
 // Split ("flash-decoding") attention. At batch 1 a head's few hundred positions are latency-bound, so each
 // head's positions [start, pos] are cut into `splits` blocks of kAttnWarps warps (a grid of about two
 // blocks per SM), and every warp walks its own positions four at a time with an online softmax: K and V
-// rows of the four are loaded together, so a group costs one round trip to L2. A block merges its warps in
+// rows of the four are loaded together, so a group costs one round trip to memory. A block merges its warps in
 // shared memory; with splits > 1 it writes (max, sum, unnormalized V sum) to `partial`, and the last block
 // of the head to finish (a counter per head, reset by that block for the next replay) merges the splits.
-// Output fp16 (it feeds o_proj). head_dim <= kAttnMaxHeadDim; lane l owns dims l, l + 32, ...
-constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / kWarp, kAttnMaxHeadDim = 256;
-constexpr int kAttnDimsPerLane = kAttnMaxHeadDim / kWarp, kAttnGroup = 4;
+// Only the row at `pos` is written by the previous kernel (the qkv matvec's epilogue); every earlier row, and
+// the position counter, were final before this token's graph began (its first kernel is launched without
+// dependent launch). So a warp's first two groups are loaded before the dependency wait, their round trips
+// hidden under the qkv matvec's tail, and only the row at pos is read after it. Reads after the wait are
+// coherent (ld.global.cg): the read-only path may be scheduled above the wait.
+// Output fp16 (it feeds o_proj). head_dim <= kAttnMaxHeadDim; lane l owns dims l, l + 32, ... (ND of them).
+constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / kWarp, kAttnMaxHeadDim = 256, kAttnGroup = 4;
 
 // exp(m - top), 0 for an empty part (m = -inf), also when every part is empty.
 __device__ __forceinline__ float part_weight(float m, float top) { return m == -INFINITY ? 0.f : __expf(m - top); }
 
+// K and V rows of kAttnGroup positions from t0 (zeros past w1), this lane's ND dims of each.
+template <int ND> struct AttnRows {
+    __half k[kAttnGroup][ND], v[kAttnGroup][ND];
+};
+
+// Before the dependency wait (Coherent false) the row at `skip` is left out: the previous kernel writes it.
+template <int ND, bool Coherent>
+__device__ __forceinline__ void attn_load(AttnRows<ND> &g, const __half *kbase, const __half *vbase, int kv_dim, int t0,
+                                          int w1, int skip, int lane, int head_dim)
+{
+#pragma unroll
+    for (int j = 0; j < kAttnGroup; j++) {
+        int t = t0 + j;
+        bool in = t < w1 && t != skip;
+        const __half *k = kbase + (size_t)t * kv_dim, *v = vbase + (size_t)t * kv_dim;
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            int d = lane + kWarp * i;
+            bool use = in && d < head_dim;
+            g.k[j][i] = use ? (Coherent ? __ldcg(k + d) : k[d]) : __float2half(0.f);
+            g.v[j][i] = use ? (Coherent ? __ldcg(v + d) : v[d]) : __float2half(0.f);
+        }
+    }
+}
+
+// After the wait: the row at pos, if it falls in the group at t0.
+template <int ND>
+__device__ __forceinline__ void attn_load_current(AttnRows<ND> &g, const __half *kbase, const __half *vbase, int kv_dim,
+                                                  int t0, int w1, int pos, int lane, int head_dim)
+{
+#pragma unroll
+    for (int j = 0; j < kAttnGroup; j++) {
+        if (t0 + j != pos || pos >= w1) continue;
+        const __half *k = kbase + (size_t)pos * kv_dim, *v = vbase + (size_t)pos * kv_dim;
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            int d = lane + kWarp * i;
+            if (d < head_dim) { g.k[j][i] = __ldcg(k + d); g.v[j][i] = __ldcg(v + d); }
+        }
+    }
+}
+
+template <int ND>
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window, int min_per_block,
                           float *__restrict__ partial, int *__restrict__ done)
 {
     grid_dependents_launch();
-    grid_dependency_wait();
     __shared__ float warp_m[kAttnWarps], warp_l[kAttnWarps], warp_acc[kAttnWarps][kAttnMaxHeadDim];
     __shared__ bool last;
-    int h = blockIdx.x, split = blockIdx.y, pos = *pos_ptr;
+    int h = blockIdx.x, split = blockIdx.y, pos = *pos_ptr; // pos: final before this token began
     int kvh = h / (heads / kv_heads), kv_dim = kv_heads * head_dim;
     int start = window > 0 && pos + 1 > window ? pos + 1 - window : 0, len = pos + 1 - start;
     // A short context uses fewer splits (the graph's grid is fixed; the spare blocks leave at once): below
@@ -820,32 +906,33 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
     int per_warp = b1 > b0 ? (b1 - b0 + kAttnWarps - 1) / kAttnWarps : 0;
     int w0 = b0 + warp * per_warp, w1 = min(w0 + per_warp, b1);
-    const float *q = qkv + h * head_dim;
     const __half *kbase = k_cache + kvh * head_dim, *vbase = v_cache + kvh * head_dim;
+    AttnRows<ND> cur, next;
+    attn_load<ND, false>(cur, kbase, vbase, kv_dim, w0, w1, pos, lane, head_dim);
+    attn_load<ND, false>(next, kbase, vbase, kv_dim, w0 + kAttnGroup, w1, pos, lane, head_dim);
+    grid_dependency_wait();
+    attn_load_current<ND>(cur, kbase, vbase, kv_dim, w0, w1, pos, lane, head_dim);
+    attn_load_current<ND>(next, kbase, vbase, kv_dim, w0 + kAttnGroup, w1, pos, lane, head_dim);
+    const float *q = qkv + h * head_dim;
     float scale = rsqrtf((float)head_dim);
-    float qr[kAttnDimsPerLane], acc[kAttnDimsPerLane];
+    float qr[ND], acc[ND];
 #pragma unroll
-    for (int i = 0; i < kAttnDimsPerLane; i++) {
+    for (int i = 0; i < ND; i++) {
         int d = lane + kWarp * i;
-        qr[i] = d < head_dim ? q[d] : 0.f;
+        qr[i] = d < head_dim ? __ldcg(q + d) : 0.f;
         acc[i] = 0.f;
     }
     float m = -INFINITY, l = 0.f;
     for (int t0 = w0; t0 < w1; t0 += kAttnGroup) {
+        AttnRows<ND> g = cur;
+        cur = next;
+        if (t0 + 2 * kAttnGroup < w1) attn_load<ND, true>(next, kbase, vbase, kv_dim, t0 + 2 * kAttnGroup, w1, -1, lane, head_dim);
         float sc[kAttnGroup];
-        __half vv[kAttnGroup][kAttnDimsPerLane];
 #pragma unroll
         for (int j = 0; j < kAttnGroup; j++) {
             sc[j] = 0.f;
-            bool in = t0 + j < w1;
-            const __half *k = kbase + (size_t)(t0 + j) * kv_dim, *v = vbase + (size_t)(t0 + j) * kv_dim;
 #pragma unroll
-            for (int i = 0; i < kAttnDimsPerLane; i++) {
-                int d = lane + kWarp * i;
-                bool use = in && d < head_dim;
-                sc[j] = use ? fmaf(qr[i], __half2float(k[d]), sc[j]) : sc[j];
-                vv[j][i] = use ? v[d] : __float2half(0.f);
-            }
+            for (int i = 0; i < ND; i++) sc[j] = fmaf(qr[i], __half2float(g.k[j][i]), sc[j]);
         }
         float top = m;
 #pragma unroll
@@ -856,19 +943,19 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
         float keep = part_weight(m, top);
         l *= keep;
 #pragma unroll
-        for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] *= keep;
+        for (int i = 0; i < ND; i++) acc[i] *= keep;
 #pragma unroll
         for (int j = 0; j < kAttnGroup; j++) {
             float e = t0 + j < w1 ? __expf(sc[j] - top) : 0.f;
             l += e;
 #pragma unroll
-            for (int i = 0; i < kAttnDimsPerLane; i++) acc[i] = fmaf(e, __half2float(vv[j][i]), acc[i]);
+            for (int i = 0; i < ND; i++) acc[i] = fmaf(e, __half2float(g.v[j][i]), acc[i]);
         }
         m = top;
     }
     if (lane == 0) { warp_m[warp] = m; warp_l[warp] = l; }
 #pragma unroll
-    for (int i = 0; i < kAttnDimsPerLane; i++) {
+    for (int i = 0; i < ND; i++) {
         int d = lane + kWarp * i;
         if (d < head_dim) warp_acc[warp][d] = acc[i];
     }
