@@ -1012,6 +1012,8 @@ eco_err enqueue_token(State *s)
     int window = c.sliding_window; // 0: none (the config loader zeroes it where the family ignores it, as the CPU does)
     bool quantize_in_norm = s->i8x_norm && s->layers[0].qkv.d.format == ECO_PREC_INT8_MIXED;
     eco_err e;
+    // Not a dependent launch: the token starts after the previous one has finished, which is what lets the
+    // attention kernel read the KV cache's earlier rows and the position before its dependency wait.
     if ((e = launch(s, false, embed, dim3((c.hidden + 255) / 256), dim3(256), 0, (const __half *)s->embed,
                     (const int *)s->d_token, s->x, c.hidden)))
         return e;
