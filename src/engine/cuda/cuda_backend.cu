@@ -67,6 +67,16 @@ bool env_is(const char *name, const char *value)
     return v && !strcmp(v, value);
 }
 
+// v as a whole number in lo..hi, nothing after it.
+bool parse_int_in(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long k = strtol(v, &end, 10);
+    if (end == v || *end || k < lo || k > hi) return false;
+    *out = (int)k;
+    return true;
+}
+
 // nf4 decoder: per-lane byte-pair tables or the fp32 16-entry table. By default the lane decoder takes the
 // linears of at least kNf4LanesMinWeights (2^24) weights and the table the rest; ECO_CUDA_NF4=lanes puts every
 // nf4 linear on the lane decoder, =table16 every one on the table. From bench_matvec / bench_engine on the H200
@@ -131,11 +141,7 @@ Design requested_design(void)
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
     d.l2_prefetch_mb = kL2PrefetchMb;
     const char *pf = getenv("ECO_CUDA_L2_PREFETCH_MB");
-    if (pf) {
-        char *end;
-        long mb = strtol(pf, &end, 10);
-        d.l2_prefetch_mb = end != pf && !*end && mb >= 0 && mb <= 64 ? (int)mb : -1;
-    }
+    if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
@@ -664,13 +670,8 @@ eco_err env_int(const char *name, int lo, int hi, int fallback, const char *what
 {
     *out = fallback;
     const char *v = getenv(name);
-    if (!v) return ECO_OK;
-    char *end;
-    long k = strtol(v, &end, 10);
-    if (end == v || *end || k < lo || k > hi)
-        return eco_fail(ECO_EINVAL, "%s=\"%s\": want a whole number of %s, %d..%d", name, v, what, lo, hi);
-    *out = (int)k;
-    return ECO_OK;
+    if (!v || parse_int_in(v, lo, hi, out)) return ECO_OK;
+    return eco_fail(ECO_EINVAL, "%s=\"%s\": want a whole number of %s, %d..%d", name, v, what, lo, hi);
 }
 
 // Attention blocks per head: at most about two blocks per SM over all heads, and fewer while a block would
@@ -718,6 +719,12 @@ int elems_per_load(int format)
     case ECO_PREC_NF4_DQ: return 32;
     default: return 16;
     }
+}
+
+// Bytes of one weight row (the 8-bit formats one per weight; scales apart).
+size_t weight_row_bytes(int format, int cols)
+{
+    return format == ECO_PREC_FP16 ? (size_t)cols * 2 : format == ECO_PREC_NF4 || format == ECO_PREC_NF4_DQ ? (size_t)cols / 2 : (size_t)cols;
 }
 
 // ---- The tensor-core matvec (cuda_mma.cuh) ----
@@ -824,8 +831,7 @@ eco_err tile_linear(State *s, Linear &l, int map)
     uint8_t *tiled;
     eco_err e = dalloc(s, &tiled, bytes);
     if (e) return e;
-    size_t row_bytes = d.format == ECO_PREC_FP16 ? (size_t)d.cols * 2 : d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ
-                     ? (size_t)d.cols / 2 : (size_t)d.cols;
+    size_t row_bytes = weight_row_bytes(d.format, d.cols);
     tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, tiled, mapping_params(s, d, map), row_bytes, steps, tiles);
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(s->stream));
@@ -967,9 +973,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         if (blocks > most) blocks = most;
         return launch(s, true, fn, dim3(blocks), dim3(kNf4LaneWarps * kWarp), smem, p);
     }
-    long row_bytes = d.format == ECO_PREC_FP16 ? 2l * d.cols
-                     : d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ ? d.cols / 2 : (long)d.cols;
-    if (s->pdl && row_bytes * d.rows <= s->l2_prefetch_bytes) p.l2_prefetch = (unsigned)row_bytes; // all of each row slice
+    size_t row_bytes = weight_row_bytes(d.format, d.cols);
+    if (s->pdl && row_bytes * d.rows <= (size_t)s->l2_prefetch_bytes) p.l2_prefetch = (unsigned)row_bytes; // all of each row slice
     unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
 }

@@ -746,7 +746,10 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
         float4 t = __ldcg(x4 + i);
         s += t.x * t.x + t.y * t.y + t.z * t.z + t.w * t.w;
     }
-    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) s += __ldcg(x + i) * __ldcg(x + i);
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
+        float t = __ldcg(x + i);
+        s += t * t;
+    }
     s = warp_sum(s);
     if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
     __syncthreads();
