@@ -28,6 +28,7 @@ trap cleanup EXIT
 srv_pin=() wrk_pin=()
 [ -n "${SERVER_CPUS:-}" ] && srv_pin=(taskset -c "$SERVER_CPUS")
 [ -n "${WRK_CPUS:-}" ] && wrk_pin=(taskset -c "$WRK_CPUS")
+: >"$tmp/serve.log" # exists before the poll below reads it: the server opens it in the background
 "${srv_pin[@]}" "$ECO" serve --curves "$tmp/curves.json" --db "$tmp/eco.db" --port 0 --threads "$THREADS" 2>"$tmp/serve.log" &
 pid=$!
 port=

@@ -13,6 +13,7 @@ trap cleanup EXIT
 
 "$ECO_BIN" import --db "$tmp/eco.db" "$ECO_SOURCE_DIR/data/reference" >/dev/null
 "$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/curves.json" >/dev/null
+: >"$tmp/serve.log" # exists before the poll below reads it: the server opens it in the background
 "$ECO_BIN" serve --curves "$tmp/curves.json" --db "$tmp/eco.db" --port 0 --threads 1 2>"$tmp/serve.log" &
 pid=$!
 port=
