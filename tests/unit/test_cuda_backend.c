@@ -48,6 +48,21 @@ static eco_model_config medium(void)
     return c;
 }
 
+/* Big enough for the default nf4 rule to put gate_up (32768 x 2048 = 2^26 weights, 16 rows a column) on
+ * the row-per-lane decoder and the rest on the row-major ones (down: 2^25, residual): both in one model. One
+ * layer: the CPU reference is the slow side. */
+static eco_model_config wide(void)
+{
+    eco_model_config c = medium();
+    snprintf(c.name, sizeof c.name, "wide-llama");
+    c.hidden = 2048;
+    c.intermediate = 16384;
+    c.layers = 1;
+    c.heads = 32;
+    c.kv_heads = 8;
+    return c;
+}
+
 static int have_device(void)
 {
     char name[256];
@@ -72,6 +87,7 @@ static double top2_margin(const float *l, int n)
 }
 
 static bool g_cache; /* load through the weights cache (borrowed tensors) */
+static int g_blocksize; /* nf4 block size; 0: the default (64) */
 static void compare_config(eco_model_config c, eco_precision p, double min_cos);
 
 static void compare(eco_model_family fam, eco_precision p, double min_cos) { compare_config(tiny(fam), p, min_cos); }
@@ -87,6 +103,7 @@ static void compare_config(eco_model_config c, eco_precision p, double min_cos)
     o.precision = p;
     o.kv_f16 = true; /* the GPU caches K/V in fp16 */
     o.max_seq = 64;
+    if (g_blocksize) o.quant.nf4_blocksize = g_blocksize;
     eco_engine *cpu, *gpu;
     assert_int_equal(eco_engine_create("cpu", w, &o, &cpu), ECO_OK);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_OK);
@@ -135,9 +152,10 @@ static void test_formats_match_cpu_reference(void **state)
     compare(ECO_FAMILY_LLAMA, ECO_PREC_INT8_MIXED, 0.999);
     compare(ECO_FAMILY_QWEN2, ECO_PREC_INT8_MIXED, 0.999);
     unsetenv("ECO_CUDA_I8X_NORM");
-    /* both nf4 decoders, whichever is the default: fp32 table, and fp16 pair products from per-lane tables */
-    const char *nf4_decoders[] = {"table16", "lanes"};
-    for (size_t d = 0; d < 2; d++) {
+    /* every nf4 decoder, whichever is the default: fp32 table, fp16 pair products from per-lane tables on
+     * row-major weights, and the same products a row per lane on interleaved weights */
+    const char *nf4_decoders[] = {"table16", "lanes", "rows"};
+    for (size_t d = 0; d < 3; d++) {
         setenv("ECO_CUDA_NF4", nf4_decoders[d], 1);
         print_message("ECO_CUDA_NF4=%s\n", nf4_decoders[d]);
         for (size_t f = 0; f < 3; f++) {
@@ -254,8 +272,44 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_BLOCKS");
-    unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_MATVEC");
+    /* nf4 a row per lane: the grid that fits, 2 blocks (each warp walks several row groups through its
+     * stage ring), 32 blocks (medium's gate_up groups split between 8 warps each: deposits and arrivals), and
+     * 200 (most warps with nothing to do); then at least 8 steps a warp; then blocks of 32 (an absmax per
+     * chunk) and 256 columns */
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    const char *rows_blocks[] = {NULL, "2", "32", "200"};
+    for (size_t i = 0; i < 4; i++) {
+        if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_BLOCKS=%s\n", rows_blocks[i] ? rows_blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    unsetenv("ECO_CUDA_NF4");
+    print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    const int blocksizes[] = {32, 256};
+    for (size_t i = 0; i < 2; i++) {
+        g_blocksize = blocksizes[i];
+        print_message("ECO_CUDA_NF4=rows, nf4 blocks of %d\n", g_blocksize);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        setenv("ECO_CUDA_NF4_BLOCKS", "32", 1);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    g_blocksize = 0;
+    unsetenv("ECO_CUDA_NF4");
     /* the tensor-core matvec: one and two row tiles per warp, 1..8 warps per tile (some with no columns at
      * 512 columns), column slices over blocks */
     setenv("ECO_CUDA_MMA", "all", 1);
@@ -314,6 +368,14 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         assert_non_null(strstr(eco_last_error(), "ECO_CUDA_L2_PREFETCH_MB"));
     }
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
+    const char *bad_nf4[][2] = {{"ECO_CUDA_NF4", "row"}, {"ECO_CUDA_NF4", ""}, {"ECO_CUDA_NF4", "LANES"},
+                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
+    for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
+        setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
+        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+        assert_non_null(strstr(eco_last_error(), bad_nf4[i][0]));
+        unsetenv(bad_nf4[i][0]);
+    }
     const char *bad_mma[][2] = {{"ECO_CUDA_MMA", "nf5"}, {"ECO_CUDA_MMA", ""}, {"ECO_CUDA_MMA_SHAPE", "3,1,1"}, {"ECO_CUDA_MMA_SHAPE", "1,3,1"}};
     for (size_t i = 0; i < 4; i++) {
         setenv(bad_mma[i][0], bad_mma[i][1], 1);
@@ -339,7 +401,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                     "software"), "properties"), "engine_design"), "maxLength");
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
-    const char *longest[][2] = {{"ECO_CUDA_NF4", "lanes"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+    const char *longest[][2] = {{"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}};
     char design[1024];
@@ -412,11 +474,17 @@ static void test_kernels_match_cpu_matvec(void **state)
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             eco_qweight q;
             assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
-            double err = worst_kernel_error(&q, x);
-            /* the tensor-core nf4 decoder multiplies fp16-rounded codes (relative error <= 2^-12) */
-            double tol = mma && (cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ) ? 3e-4 : cases[k].tol;
-            print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p), mma ? "mma   " : "scalar", err);
-            assert_true(err < tol);
+            bool nf4 = cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ;
+            /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
+             * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
+            for (int table = 0; table <= (nf4 && !mma); table++) {
+                if (nf4 && !mma) setenv("ECO_CUDA_NF4", table ? "table16" : "rows", 1);
+                double err = worst_kernel_error(&q, x), tol = nf4 && !table ? 3e-4 : cases[k].tol;
+                print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p),
+                              mma ? "mma   " : table ? "table " : "scalar", err);
+                assert_true(err < tol);
+                unsetenv("ECO_CUDA_NF4");
+            }
             eco_qweight_free(&q);
         }
     }
@@ -439,11 +507,11 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(x);
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
-    /* table16 and lanes on the scalar matvec; "mma": the tensor-core one (fp32 accumulation: no overflow to
-     * redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "mma"};
+    /* table16 and lanes on the scalar matvec, rows on interleaved weights; "mma": the tensor-core one (fp32
+     * accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
+    const char *decoders[] = {"table16", "lanes", "rows", "mma"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 3; d++) {
+    for (size_t d = 0; d < 4; d++) {
         bool mma = !strcmp(decoders[d], "mma");
         setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);

@@ -14,6 +14,7 @@
 
 #include "cuda_kernels.cuh"
 #include "cuda_mma.cuh"
+#include "cuda_nf4_rows.cuh"
 
 extern "C" {
 #include "eco/engine.h"
@@ -51,9 +52,11 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, i8x_norm;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
+    bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
+    bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
@@ -86,6 +89,19 @@ bool parse_int_in(const char *v, int lo, int hi, int *out)
 // threshold is untimed. Registers capped for 2 blocks (16 warps) per SM: 46.6% of the bandwidth vs 41.5%
 // uncapped at R 4.
 constexpr bool kNf4LanesByDefault = true;
+// Above both (session 9): nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), by default the tall ones
+// (kNf4RowsMinAspect times more rows than columns: gate_up, many row groups, each split between few warps) of
+// at least kNf4RowsMinTall weights, and the residual ones (o, down: split groups add to y atomically) of at
+// least kNf4RowsMinResidual. From bench_matvec on the H200, side by side (data/h200/README.md, session 9),
+// row per lane vs lanes, us: gate_up Qwen2.5-7B 26.3 vs 32.6, Llama-3.1-8B 24.0 vs 27.6, Qwen2.5-14B 28.1 vs
+// 32.6; down 15.1 vs 17.2, 13.6 vs 13.5, 15.7 vs 19.6; o (12.8M-26.2M weights) 5.4 vs 5.5, 6.5 vs 5.8, 8.7
+// vs 9.1; qkv slower everywhere (8.2 vs 7.4: its RoPE pairs need the whole sum, and each row group is split
+// between ~29 warps whose deposits the last one adds). Tall linears of 1.5B-3B models (27-45M weights) cost
+// 3-5% a token against session 8's build. ECO_CUDA_NF4=rows puts every nf4 linear (columns in whole steps of
+// 64) on it; =lanes or =table16 none.
+constexpr bool kNf4RowsByDefault = true;
+constexpr long kNf4RowsMinTall = 64l << 20, kNf4RowsMinResidual = 32l << 20;
+constexpr int kNf4RowsMinAspect = 4;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
 
@@ -136,6 +152,10 @@ Design requested_design(void)
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
+    const char *nf4 = getenv("ECO_CUDA_NF4");
+    d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
+    d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
+    d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -165,6 +185,12 @@ struct State {
     bool nf4_lanes; /* nf4 through per-lane copies of a byte-pair table (ECO_CUDA_NF4=lanes); else the fp32 16-entry table */
     int nf4_occ;    /* that decoder's register cap, as blocks per SM */
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
+    bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
+    bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
+    int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
+    float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
+    int *rows_arrivals;
+    size_t rows_partials_n, rows_arrivals_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
@@ -213,6 +239,7 @@ eco_err apply_design(State *s, const Design &d)
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
+    if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -220,6 +247,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes = d.nf4_lanes;
     s->nf4_occ = d.nf4_occ;
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
+    s->nf4_rows = d.nf4_rows;
+    s->nf4_rows_any_size = d.nf4_rows_any_size;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->i8x_norm = d.i8x_norm;
@@ -765,12 +794,21 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
+MatvecFn pick_rows(bool dq, int blocksize, int stages);
+size_t rows_smem_bytes(bool dq, int blocksize, int stages);
+int rows_stages(bool dq, int blocksize);
+
 eco_err allow_large_shared_memory(void)
 {
     for (int occ = 1; occ <= 3; occ++)
         for (int r = 2; r <= 8; r *= 2) {
             CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
             CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
+        }
+    for (int dq = 0; dq < 2; dq++)
+        for (int bs = 32; bs <= 64; bs *= 2) {
+            int st = rows_stages(dq, bs);
+            CK(cudaFuncSetAttribute(pick_rows(dq, bs, st), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, bs, st)));
         }
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
@@ -845,6 +883,144 @@ eco_err tile_linear(State *s, Linear &l, int map)
     d.tiled = true;
     d.tile_map = map;
     return ECO_OK;
+}
+
+// ---- nf4, a row per lane (cuda_nf4_rows.cuh) ----
+
+template <bool DQ, int AmEvery> MatvecFn pick_rows_stages(int stages)
+{
+    return stages >= 4 ? matvec_nf4_rows<DQ, AmEvery, 4> : stages == 3 ? matvec_nf4_rows<DQ, AmEvery, 3> : matvec_nf4_rows<DQ, AmEvery, 2>;
+}
+
+// Chunks of a step that share one absmax (blocks of 32 columns: none).
+int rows_am_every(int blocksize) { return blocksize / 32 < kNf4RowsU ? blocksize / 32 : kNf4RowsU; }
+
+MatvecFn pick_rows(bool dq, int blocksize, int stages)
+{
+    bool pair = rows_am_every(blocksize) == 2;
+    return dq ? (pair ? pick_rows_stages<true, 2>(stages) : pick_rows_stages<true, 1>(stages))
+              : (pair ? pick_rows_stages<false, 2>(stages) : pick_rows_stages<false, 1>(stages));
+}
+
+size_t rows_smem_bytes(bool dq, int blocksize, int stages)
+{
+    return (size_t)kNf4TableBytes + 1024 + (size_t)kNf4RowsWarps * stages * nf4_rows_stage_bytes(dq, rows_am_every(blocksize));
+}
+
+// The most stages (4, else 3, else 2) whose rings fit in one block's shared memory beside the table.
+int rows_stages(bool dq, int blocksize)
+{
+    int dev = 0, most = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        most = 0;
+    for (int st = 4; st > 2; st--)
+        if (rows_smem_bytes(dq, blocksize, st) <= (size_t)most) return st;
+    return 2;
+}
+
+// Its launch: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share
+// of the linear's chunks, whole steps; `slots` is the most warps any row group is split between.
+eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+{
+    MatvecParams p = mapping_params(s, d, map);
+    long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32, total = groups * chunks;
+    int per_sm = 0;
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    d.rows_stages = rows_stages(dq, d.blocksize);
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_stages), kNf4RowsWarps * kWarp,
+                                                     rows_smem_bytes(dq, d.blocksize, d.rows_stages)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
+    long per = (total + warps - 1) / warps;
+    per = (per + kNf4RowsU - 1) / kNf4RowsU * kNf4RowsU;
+    if (per < (long)s->nf4_min_steps * kNf4RowsU) per = (long)s->nf4_min_steps * kNf4RowsU;
+    long used = (total + per - 1) / per;
+    int slots = 1;
+    for (long g = 0; g < groups; g++) {
+        long n = ((g + 1) * chunks - 1) / per - g * chunks / per + 1;
+        if (n > slots) slots = (int)n;
+    }
+    d.rows_chunks_per_warp = (int)per;
+    d.rows_blocks = (int)((used + kNf4RowsWarps - 1) / kNf4RowsWarps);
+    d.rows_slots = slots;
+    // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
+    size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
+    if (need > s->rows_partials_n) {
+        cudaFree(s->rows_partials);
+        s->rows_partials = NULL;
+        s->rows_partials_n = 0;
+        CK(cudaMalloc((void **)&s->rows_partials, need * sizeof(float)));
+        s->rows_partials_n = need;
+    }
+    if ((size_t)groups > s->rows_arrivals_n) {
+        cudaFree(s->rows_arrivals);
+        s->rows_arrivals = NULL;
+        s->rows_arrivals_n = 0;
+        CK(cudaMalloc((void **)&s->rows_arrivals, (size_t)groups * sizeof(int)));
+        CK(cudaMemset(s->rows_arrivals, 0, (size_t)groups * sizeof(int)));
+        s->rows_arrivals_n = (size_t)groups;
+    }
+    return ECO_OK;
+}
+
+// The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
+// whose output is a residual add (o, down: their split row groups add to y atomically, nothing waits for them).
+bool nf4_rows_by_default(long rows, long cols, bool residual)
+{
+    return (rows >= kNf4RowsMinAspect * cols && rows * cols >= kNf4RowsMinTall) || (residual && rows * cols >= kNf4RowsMinResidual);
+}
+
+// Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
+// epilogue mapping `map` every later launch of it will use (checked in launch_matvec; `residual`: launched with
+// a residual add). Not in reference-stack mode, not on the tensor-core path, and only for columns in whole
+// steps (64).
+eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
+{
+    DeviceLinear &d = l.d;
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    if (!s->nf4_rows || d.tiled || (d.format != ECO_PREC_NF4 && !dq) || d.cols % (32 * kNf4RowsU)) return ECO_OK;
+    if (!s->nf4_rows_any_size && !nf4_rows_by_default(d.rows, d.cols, residual)) return ECO_OK;
+    MatvecParams p = mapping_params(s, d, map);
+    int groups = nf4_rows_groups(p, map, kNf4RowsR);
+    size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
+    size_t blocks = (size_t)groups * (d.cols / d.blocksize) * slots;
+    uint8_t *w = NULL, *codes = NULL;
+    float *am = NULL;
+    eco_err e = dalloc(s, &w, wbytes);
+    if (!e) e = dq ? dalloc(s, &codes, blocks) : dalloc(s, &am, blocks);
+    if (!e) {
+        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
+                                                         groups, d.blocksize);
+        cudaError_t ce = cudaGetLastError();
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
+        if (ce != cudaSuccess) e = cuda_fail(ce, "interleaving an nf4 linear");
+    }
+    if (e) {
+        cudaFree(w);
+        cudaFree(codes);
+        cudaFree(am);
+        return e;
+    }
+    const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
+    for (int i = 0; i < l.n_buffers; i++) {
+        if (l.buffers[i] == d.w) { cudaFree(l.buffers[i]); l.buffers[i] = w; }
+        else if (l.buffers[i] == old_scale) { cudaFree(l.buffers[i]); l.buffers[i] = dq ? (void *)codes : (void *)am; }
+    }
+    size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
+    s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
+    d.w = w;
+    if (dq) d.absmax_q = codes;
+    else d.absmax = am;
+    d.nf4_rows = true;
+    d.tile_map = map;
+    return nf4_rows_plan(s, d, map);
+}
+
+// A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
+// row-major as loaded. residual: its output is added to the residual stream (o, down).
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
+{
+    eco_err e = tile_linear(s, l, map);
+    return e || l.d.tiled ? e : interleave_nf4(s, l, map, residual);
 }
 
 // Shape. A block streams its tiles to the end, so a grid of B blocks with C resident at once takes
@@ -963,6 +1139,21 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.epilogue = out.epilogue;
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
+    }
+    if (d.nf4_rows) {
+        if (tile_map_of(out.epilogue) != d.tile_map)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear interleaved for epilogue %d launched with epilogue %d", d.tile_map,
+                            out.epilogue);
+        bool dq = d.format == ECO_PREC_NF4_DQ;
+        p.epilogue = out.epilogue;
+        p.splits = 1;
+        p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
+        p.chunks_per_warp = d.rows_chunks_per_warp;
+        p.slots = d.rows_slots;
+        p.partials = s->rows_partials;
+        p.arrivals = s->rows_arrivals;
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_stages), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp),
+                      rows_smem_bytes(dq, d.blocksize, d.rows_stages), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1132,6 +1323,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks))) return e;
+    if ((e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
@@ -1142,11 +1334,11 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = tile_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = tile_linear(s, L.o, EP_STORE))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = tile_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true))) return e;
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
             return e;
-        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = tile_linear(s, L.down, EP_STORE))) return e;
+        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -1181,7 +1373,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = tile_linear(s, s->lm_head, EP_STORE)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE)))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -1298,7 +1490,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -1389,7 +1581,7 @@ eco_err standalone_open(State &s, size_t cols)
 
 void standalone_close(State &s)
 {
-    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers};
+    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals};
     for (void *p : bufs) cudaFree(p);
     if (s.stream) cudaStreamDestroy(s.stream);
 }
@@ -1411,7 +1603,8 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     s.fp8_hw = fp8_hw;
     s.shape = m;
     s.force_splits = splits;
-    err = standalone_open(s, (size_t)cols);
+    err = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s.nf4_min_steps);
+    if (!err) err = standalone_open(s, (size_t)cols);
     if (err) {
         standalone_close(s);
         return err;
@@ -1421,7 +1614,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     shape_q.format = (eco_precision)precision;
     shape_q.rows = (uint64_t)rows;
     shape_q.cols = (uint64_t)cols;
-    size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)rows * cols / 64;
+    // nf4 a row per lane: random bytes taken as already interleaved, rows padded to whole row groups
+    bool nf4_rows = s.nf4_rows && (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && !mma_format_ok(&s, precision, cols) &&
+                    (s.nf4_rows_any_size || nf4_rows_by_default(rows, cols, splits > 1));
+    if (nf4_rows) shape_q.rows = (uint64_t)((rows + kWarp * kNf4RowsR - 1) / (kWarp * kNf4RowsR) * (kWarp * kNf4RowsR));
+    size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)shape_q.rows * cols / 64;
     size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
                        : precision == ECO_PREC_NF4_DQ ? blocks + (blocks / 256 + 1) * 4
                        : precision == ECO_PREC_FP16 ? 0 : (size_t)rows * 4;
@@ -1445,6 +1642,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
             bytes = tiled_bytes(&s, d, EP_STORE, &tiles, &steps);
             d.tiled = true;
             d.tile_map = EP_STORE;
+        }
+        if (nf4_rows) {
+            d.nf4_rows = true;
+            d.tile_map = EP_STORE;
+            if ((err = nf4_rows_plan(&s, d, EP_STORE))) break;
         }
         uint8_t *w;
         if ((err = dalloc(&s, &w, bytes))) break;
@@ -1542,6 +1744,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     s.opt.quant.int8_threshold = q->int8_threshold;
     if ((e = shape_for(q->format, &s.shape))) return e;
     if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s.nf4_max_blocks))) return e;
+    if ((e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s.nf4_min_steps))) return e;
     Linear lin;
     memset(&lin, 0, sizeof lin);
     uint16_t *xh = (uint16_t *)malloc(q->cols * sizeof(uint16_t));
@@ -1551,7 +1754,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     if (!e && !xh) e = eco_fail(ECO_ENOMEM, "out of memory");
     for (uint64_t i = 0; !e && i < q->cols; i++) xh[i] = eco_f32_to_f16(x[i]);
     if (!e) e = upload_qweight(&s, q, &lin);
-    if (!e) e = tile_linear(&s, lin, EP_STORE);
+    if (!e) e = arrange_linear(&s, lin, EP_STORE, true);
     if (!e) e = upload(&s, (uint16_t **)&dx, xh, q->cols * sizeof(uint16_t));
     if (!e && !(e = dalloc(&s, &dy, q->rows))) {
         // A residual-add epilogue may split the columns: y starts at zero and gets W x added.
@@ -1593,10 +1796,16 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[128] = "fp32 table";
+    char nf4[256] = "fp32 table";
     if (d.nf4_lanes)
         snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) %s", d.nf4_occ,
                  d.nf4_lanes_any_size ? "everywhere" : "for linears >= 2^24 weights, fp32 table below");
+    if (d.nf4_rows) {
+        char rest[sizeof nf4];
+        memcpy(rest, nf4, sizeof rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, cp.async stage ring, stream-K) %s, else %.100s",
+                 d.nf4_rows_any_size ? "everywhere" : "for tall (rows >= 4x columns, >= 2^26 weights) and residual (>= 2^25) linears", rest);
+    }
     char mma[64] = "";
     size_t m_at = 0;
     for (const auto &x : f)

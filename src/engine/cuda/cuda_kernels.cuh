@@ -31,6 +31,9 @@ struct DeviceLinear {
     int blocksize;              // nf4
     bool tiled;                 // weights in the tensor-core matvec's tile order (cuda_mma.cuh), not by rows
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
+    bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
+    int rows_stages;            // its ring's stages (4, or fewer where shared memory is short)
+    int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
 };
 
 __device__ __forceinline__ float warp_sum(float v)
@@ -117,6 +120,10 @@ struct MatvecParams {
     __half *k_cache, *v_cache;
     int heads, kv_heads, head_dim;
     unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
+    int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
+    int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
+    float *partials;             // its deposits [groups][slots][R][32]
+    int *arrivals;               // [groups]: warps done with a row group (the last resets it)
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
