@@ -136,9 +136,11 @@ template <bool DoubleQuant, int AmEvery> struct RowsRing {
     static constexpr int stage_bytes = w_bytes + am_bytes + code_bytes;
 };
 
-__host__ __device__ constexpr int nf4_rows_stage_bytes(bool dq, int am_every)
+// A stage's bytes for the host (am_every: 1 or 2).
+constexpr int nf4_rows_stage_bytes(bool dq, int am_every)
 {
-    return kNf4RowsU * kNf4RowsR * kWarp * 16 + (kNf4RowsU / am_every) * kNf4RowsR * kWarp * (dq ? 5 : 4);
+    return dq ? (am_every == 1 ? RowsRing<true, 1>::stage_bytes : RowsRing<true, 2>::stage_bytes)
+              : (am_every == 1 ? RowsRing<false, 1>::stage_bytes : RowsRing<false, 2>::stage_bytes);
 }
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *g)
