@@ -34,4 +34,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
  * x is rounded to fp16 as the engine's activations are. */
 eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y) __attribute__((weak));
 
+/* Checks, on the host (no device needed), the nf4 row-per-lane layout of a linear of `rows` x `cols` and
+ * its split over `warps` warps: every row in exactly one slot, the two rows of a unit in lanes l and l + 16
+ * (pairing 0: consecutive rows; 1: SwiGLU, gate row i and up row i + rows/2; 2: RoPE, the two halves of a
+ * head of head_dim), every chunk in exactly one warp's share, shares in whole steps of at least min_steps,
+ * no group split between more warps than its deposit slots. ECO_ESTATE with the first violation. */
+eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps) __attribute__((weak));
+
 #endif

@@ -416,6 +416,42 @@ static void test_design_fits_the_energy_schema(void **state)
     json_decref(schema);
 }
 
+/* The nf4 row-per-lane layout and its split over warps, on the host (so CI checks it without a GPU): real
+ * shapes of every kind of linear, rows not a multiple of the 64-row group, and warp counts from one (a warp
+ * walks every group) to far more than there are steps (most get nothing, groups split between many). */
+static void test_nf4_rows_layout_and_split(void **state)
+{
+    (void)state;
+    if (!eco_cuda_nf4_rows_layout_check) skip();
+    const struct { int rows, cols, pairing, head_dim; } shapes[] = {
+        {4608, 3584, 2, 128},  /* Qwen2.5-7B qkv, RoPE pairs */
+        {37888, 3584, 1, 0},   /* Qwen2.5-7B gate_up, SwiGLU pairs */
+        {3584, 18944, 0, 0},   /* Qwen2.5-7B down */
+        {1152, 896, 2, 64},    /* Qwen2.5-0.5B qkv */
+        {202, 1024, 0, 0},     /* a partial last group */
+        {96, 64, 1, 0},        /* 48 SwiGLU units: one group, 16 spare */
+        {384, 256, 2, 32},     /* tiny: head_dim 32 */
+        {9216, 3072, 2, 96},   /* Phi-3-mini qkv: head_dim 96 */
+    };
+    const long warps[] = {1, 7, 2112, 100000};
+    int checked = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t k = 0; k < 4; k++)
+            for (int min_steps = 1; min_steps <= 8; min_steps *= 8) {
+                eco_err e = eco_cuda_nf4_rows_layout_check(shapes[i].rows, shapes[i].cols, shapes[i].pairing, shapes[i].head_dim,
+                                                           warps[k], min_steps);
+                if (e) print_message("%d x %d pairing %d over %ld warps: %s\n", shapes[i].rows, shapes[i].cols, shapes[i].pairing,
+                                     warps[k], eco_last_error());
+                assert_int_equal(e, ECO_OK);
+                checked++;
+            }
+    assert_int_equal(checked, 64);
+    /* bad shapes are refused, not checked as if valid */
+    assert_int_equal(eco_cuda_nf4_rows_layout_check(100, 96, 0, 0, 8, 1), ECO_EINVAL);  /* columns not whole steps */
+    assert_int_equal(eco_cuda_nf4_rows_layout_check(101, 128, 1, 0, 8, 1), ECO_EINVAL); /* odd rows for pairs */
+    assert_int_equal(eco_cuda_nf4_rows_layout_check(200, 128, 2, 48, 8, 1), ECO_EINVAL); /* rows not whole heads */
+}
+
 /* A seeded linear congruential step: the next value in [0, 1). */
 static float next_unit(uint32_t *h)
 {
@@ -688,6 +724,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_fits_the_energy_schema),
+        cmocka_unit_test(test_nf4_rows_layout_and_split),
         cmocka_unit_test(test_mma_in_whole_models),
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),

@@ -923,24 +923,17 @@ int rows_stages(bool dq, int blocksize)
 eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 {
     MatvecParams p = mapping_params(s, d, map);
-    long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32, total = groups * chunks;
+    long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
     d.rows_stages = rows_stages(dq, d.blocksize);
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_stages), kNf4RowsWarps * kWarp,
                                                      rows_smem_bytes(dq, d.blocksize, d.rows_stages)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
-    long per = (total + warps - 1) / warps;
-    per = (per + kNf4RowsU - 1) / kNf4RowsU * kNf4RowsU;
-    if (per < (long)s->nf4_min_steps * kNf4RowsU) per = (long)s->nf4_min_steps * kNf4RowsU;
-    long used = (total + per - 1) / per;
-    int slots = 1;
-    for (long g = 0; g < groups; g++) {
-        long n = ((g + 1) * chunks - 1) / per - g * chunks / per + 1;
-        if (n > slots) slots = (int)n;
-    }
-    d.rows_chunks_per_warp = (int)per;
-    d.rows_blocks = (int)((used + kNf4RowsWarps - 1) / kNf4RowsWarps);
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps);
+    int slots = sh.slots;
+    d.rows_chunks_per_warp = (int)sh.per;
+    d.rows_blocks = (int)((sh.used + kNf4RowsWarps - 1) / kNf4RowsWarps);
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
@@ -1771,6 +1764,54 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     cudaFree(dy);
     standalone_close(s);
     return e;
+}
+
+eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
+{
+    if (rows < 1 || cols < 64 || cols % 64 || pairing < 0 || pairing > 2 || (pairing && rows % 2) ||
+        (pairing == 2 && (head_dim < 2 || head_dim % 2 || rows % head_dim)) || warps < 1 || min_steps < 1)
+        return eco_fail(ECO_EINVAL, "nf4 rows layout check: bad shape");
+    const int R = kNf4RowsR, per_group = kWarp * R, map = pairing == 1 ? EP_SWIGLU : pairing == 2 ? EP_ROPE_KV : EP_STORE;
+    MatvecParams p;
+    memset(&p, 0, sizeof p);
+    p.rows = rows;
+    p.cols = cols;
+    p.pair_offset = rows / 2;
+    p.head_dim = head_dim;
+    int groups = nf4_rows_groups(p, map, R);
+    unsigned char *seen = (unsigned char *)calloc((size_t)rows, 1);
+    if (!seen) return eco_fail(ECO_ENOMEM, "out of memory");
+    eco_err e = ECO_OK;
+    for (int g = 0; g < groups && !e; g++)
+        for (int j = 0; j < per_group && !e; j++) {
+            int row = nf4_rows_slot_row(p, map, R, g, j);
+            if (row < -1 || row >= rows) e = eco_fail(ECO_ESTATE, "group %d slot %d: row %d of %d", g, j, row, rows);
+            else if (row >= 0 && seen[row]++) e = eco_fail(ECO_ESTATE, "row %d in two slots (group %d slot %d)", row, g, j);
+            else if (map != EP_STORE && row >= 0 && j % kWarp < 16) {
+                int other = nf4_rows_slot_row(p, map, R, g, j + 16);
+                int want = map == EP_SWIGLU ? row + rows / 2 : row + head_dim / 2;
+                if (other != want || (map == EP_ROPE_KV && row % head_dim >= head_dim / 2))
+                    e = eco_fail(ECO_ESTATE, "group %d slot %d: row %d paired with %d, not %d", g, j, row, other, want);
+            }
+        }
+    for (int r = 0; r < rows && !e; r++)
+        if (!seen[r]) e = eco_fail(ECO_ESTATE, "row %d in no slot", r);
+    free(seen);
+    if (e) return e;
+    long chunks = cols / 32, total = (long)groups * chunks;
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps);
+    if (sh.per % kNf4RowsU || sh.per < (long)min_steps * kNf4RowsU || sh.used > warps || (sh.used - 1) * sh.per >= total ||
+        sh.used * sh.per < total)
+        return eco_fail(ECO_ESTATE, "shares of %ld chunks over %ld of %ld warps for %ld chunks", sh.per, sh.used, warps, total);
+    for (long g = 0; g < groups; g++) {
+        long first, last, covering = 0;
+        rows_group_warps(g, chunks, sh.per, &first, &last);
+        for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
+            covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
+        if (covering != last - first + 1 || covering > sh.slots || first > last)
+            return eco_fail(ECO_ESTATE, "group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", g, covering, first, last, sh.slots);
+    }
+    return ECO_OK;
 }
 
 void eco_cuda_design(char *buf, size_t cap)

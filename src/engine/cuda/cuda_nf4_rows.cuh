@@ -28,6 +28,7 @@
 namespace eco_cuda {
 
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
+constexpr int kNf4RowsU = 2; // chunks per row and step: with R 2, 128 weights a lane
 
 // The slot -> row mapping an epilogue needs: a residual add and plain stores share consecutive rows.
 __host__ __device__ __forceinline__ int rows_map(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
@@ -54,6 +55,36 @@ __host__ __device__ __forceinline__ int nf4_rows_groups(const MatvecParams &p, i
     if (map == EP_SWIGLU) return (p.pair_offset + slots / 2 - 1) / (slots / 2);
     if (map == EP_ROPE_KV) return (p.rows / 2 + slots / 2 - 1) / (slots / 2);
     return (p.rows + slots - 1) / slots;
+}
+
+// The warps whose shares of the flat chunk order (per chunks each, from warp 0) cover row group g.
+__host__ __device__ __forceinline__ void rows_group_warps(long g, long chunks, long per, long *first, long *last)
+{
+    *first = g * chunks / per;
+    *last = ((g + 1) * chunks - 1) / per;
+}
+
+// How `warps` warps split a linear of `groups` row groups of `chunks` chunks: each warp's share (whole steps
+// of kNf4RowsU chunks, at least min_steps), the warps that get one, and the most warps a group is split
+// between (its deposit slots).
+struct RowsShare {
+    long per, used;
+    int slots;
+};
+
+inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps)
+{
+    constexpr long U = kNf4RowsU;
+    long total = groups * chunks, per = (total + warps - 1) / warps;
+    per = (per + U - 1) / U * U;
+    if (per < min_steps * U) per = min_steps * U;
+    RowsShare sh{per, (total + per - 1) / per, 1};
+    for (long g = 0; g < groups; g++) {
+        long first, last;
+        rows_group_warps(g, chunks, per, &first, &last);
+        if (last - first + 1 > sh.slots) sh.slots = (int)(last - first + 1);
+    }
+    return sh;
 }
 
 // Row-major packed nf4 (cols / 2 bytes a row) into the interleaved order, one thread per 16 bytes; and the
@@ -125,7 +156,6 @@ __device__ __forceinline__ float dot32_rows(uint4 w, const uint4 (&xh)[4], const
 // have in HBM), then the absmax of its blocks (float per lane; nf4-dq: the nested scale per lane, then the
 // code bytes). Every lane reads back only what it copied itself, except the nf4-dq code bytes (a lane copies
 // four lanes' worth): a cp.async.wait_group per lane, and __syncwarp for those.
-constexpr int kNf4RowsU = 2;      // chunks per row and step: with R 2, 128 weights a lane
 constexpr int kNf4RowsWarps = 16; // one block per SM: one 64 KB table fill per SM for 16 warps
 
 template <bool DoubleQuant, int AmEvery> struct RowsRing {
@@ -246,8 +276,8 @@ __device__ __noinline__ void rows_redo_fp32(const MatvecParams p, int g, int fro
 template <int R>
 __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R])
 {
-    int C = p.cols / 32, per = p.chunks_per_warp;
-    int first = g * C / per, last = ((g + 1) * C - 1) / per;
+    long first, last;
+    rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last);
     if (first == last) {
         rows_finish<R>(p, g, lane, acc);
         return;
@@ -262,7 +292,7 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
         }
         return;
     }
-    int n = last - first + 1;
+    int n = (int)(last - first + 1);
     float *slot = p.partials + ((size_t)g * p.slots + (warp_id - first)) * R * kWarp;
 #pragma unroll
     for (int r = 0; r < R; r++) __stcg(slot + r * kWarp + lane, acc[r]);
