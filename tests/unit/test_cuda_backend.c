@@ -296,6 +296,11 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    /* the table address plus its base, the path for a table off a 64 KB boundary */
+    setenv("ECO_CUDA_NF4_ABS", "0", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_ABS");
     const int blocksizes[] = {32, 256};
     for (size_t i = 0; i < 2; i++) {
         g_blocksize = blocksizes[i];
@@ -369,7 +374,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
     const char *bad_nf4[][2] = {{"ECO_CUDA_NF4", "row"}, {"ECO_CUDA_NF4", ""}, {"ECO_CUDA_NF4", "LANES"},
-                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
+                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_ABS", "2"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
@@ -401,7 +406,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                     "software"), "properties"), "engine_design"), "maxLength");
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
-    const char *longest[][2] = {{"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+    const char *longest[][2] = {{"ECO_CUDA_NF4_ABS", "0"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}};
     char design[1024];

@@ -54,6 +54,7 @@ struct MatvecShape {
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
+    int nf4_abs;           // ECO_CUDA_NF4_ABS: the row-per-lane table address by byte permute alone (1) or plus the base (0); -1: did not parse
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
@@ -154,6 +155,8 @@ Design requested_design(void)
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
+    const char *abs_addr = getenv("ECO_CUDA_NF4_ABS");
+    d.nf4_abs = !abs_addr || !strcmp(abs_addr, "1") ? 1 : !strcmp(abs_addr, "0") ? 0 : -1;
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
@@ -188,6 +191,7 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
+    bool nf4_abs;   /* its table address by the byte permute alone where the table is 64 KB-aligned (ECO_CUDA_NF4_ABS) */
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
@@ -240,6 +244,7 @@ eco_err apply_design(State *s, const Design &d)
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
+    if (d.nf4_abs < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ABS=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_ABS"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -249,6 +254,7 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
+    s->nf4_abs = d.nf4_abs == 1;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->i8x_norm = d.i8x_norm;
@@ -1141,6 +1147,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.epilogue = out.epilogue;
         p.splits = 1;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
+        p.nf4_abs = s->nf4_abs;
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
@@ -1837,14 +1844,15 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[256] = "fp32 table";
+    char nf4[320] = "fp32 table";
     if (d.nf4_lanes)
         snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) %s", d.nf4_occ,
                  d.nf4_lanes_any_size ? "everywhere" : "for linears >= 2^24 weights, fp32 table below");
     if (d.nf4_rows) {
         char rest[sizeof nf4];
         memcpy(rest, nf4, sizeof rest);
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, cp.async stage ring, stream-K) %s, else %.100s",
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, cp.async stage ring, stream-K%s) %s, else %.100s",
+                 d.nf4_abs == 0 ? ", table base added" : "",
                  d.nf4_rows_any_size ? "everywhere" : "for tall (rows >= 4x columns, >= 2^26 weights) and residual (>= 2^25) linears", rest);
     }
     char mma[64] = "";

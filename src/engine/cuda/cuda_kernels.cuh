@@ -121,6 +121,7 @@ struct MatvecParams {
     int heads, kv_heads, head_dim;
     unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
+    bool nf4_abs;                // its table address by byte permute alone where the table allows (else plus the base)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)

@@ -118,7 +118,8 @@ __global__ void interleave_nf4_rows(const uint8_t *__restrict__ w, uint8_t *__re
 // byte here (Nsight Compute: an IMAD.IADD beside every PRMT, the compiler kept the base in a general register).
 // With the table at a 64 KB boundary of the shared window, the byte permute writes the base's bits 16-23 as
 // well (lane_base: lane · 4 | base >> 16 << 8; byte 3 comes from its zero byte 2), and the load takes the
-// address as it is. Aligned: the kernel checks, and otherwise takes the address-plus-base path.
+// address as it is. Aligned: the kernel checks, and otherwise takes the address-plus-base path (also with
+// ECO_CUDA_NF4_ABS=0, for tests and A/Bs).
 __device__ __forceinline__ unsigned lds_u32(unsigned addr)
 {
     unsigned v;
@@ -432,7 +433,7 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 1) matvec_nf4_rows(cons
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     int g = f0 / C, c = f0 % C;
-    if (table_base % 65536u == 0)
+    if (p.nf4_abs && table_base % 65536u == 0)
         rows_loop<DoubleQuant, AmEvery, Stages, true>(p, f0, f1, g, c, ic, ig, rowB, ring, lane, warp_id, acc, table_base >> 16 << 8 | lane * 4u, dmap);
     else
         rows_loop<DoubleQuant, AmEvery, Stages, false>(p, f0, f1, g, c, ic, ig, rowB, ring, lane, warp_id, acc, lane * 4u, dmap);
