@@ -279,14 +279,17 @@ static void test_kernel_variants_match_cpu_reference(void **state)
      * chunk) and 256 columns */
     setenv("ECO_CUDA_NF4", "rows", 1);
     const char *rows_blocks[] = {NULL, "2", "32", "200"};
-    for (size_t i = 0; i < 4; i++) {
-        if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_BLOCKS=%s\n", rows_blocks[i] ? rows_blocks[i] : "-");
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        unsetenv("ECO_CUDA_NF4_BLOCKS");
-    }
+    for (int ring = 1; ring >= 0; ring--) /* the cp.async ring, and register prefetch */
+        for (size_t i = 0; i < 4; i++) {
+            setenv("ECO_CUDA_NF4_RING", ring ? "1" : "0", 1);
+            if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
+            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_RING=%d ECO_CUDA_NF4_BLOCKS=%s\n", ring, rows_blocks[i] ? rows_blocks[i] : "-");
+            compare_config(medium(), ECO_PREC_NF4, 0.9999);
+            compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+            compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+            unsetenv("ECO_CUDA_NF4_BLOCKS");
+        }
+    unsetenv("ECO_CUDA_NF4_RING");
     unsetenv("ECO_CUDA_NF4");
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
@@ -308,6 +311,10 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
         compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        setenv("ECO_CUDA_NF4_RING", "0", 1); /* steps of 4 chunks: an absmax for each, for 2, for all 4 */
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_RING");
         setenv("ECO_CUDA_NF4_BLOCKS", "32", 1);
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -374,7 +381,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
     const char *bad_nf4[][2] = {{"ECO_CUDA_NF4", "row"}, {"ECO_CUDA_NF4", ""}, {"ECO_CUDA_NF4", "LANES"},
-                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_ABS", "2"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
+                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_ABS", "2"},
+                                {"ECO_CUDA_NF4_RING", "on"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
@@ -406,7 +414,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                     "software"), "properties"), "engine_design"), "maxLength");
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
-    const char *longest[][2] = {{"ECO_CUDA_NF4_ABS", "0"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+    const char *longest[][2] = {{"ECO_CUDA_NF4_ABS", "0"}, {"ECO_CUDA_NF4_RING", "0"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}};
     char design[1024];
@@ -550,11 +558,13 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     /* table16 and lanes on the scalar matvec, rows on interleaved weights; "mma": the tensor-core one (fp32
      * accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "mma"};
+    const char *decoders[] = {"table16", "lanes", "rows", "rows-regs", "mma"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 4; d++) {
-        bool mma = !strcmp(decoders[d], "mma");
-        setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
+    for (size_t d = 0; d < 5; d++) {
+        bool mma = !strcmp(decoders[d], "mma"), regs = !strcmp(decoders[d], "rows-regs");
+        setenv("ECO_CUDA_NF4", mma ? "table16" : regs ? "rows" : decoders[d], 1);
+        if (regs) setenv("ECO_CUDA_NF4_RING", "0", 1);
+        else unsetenv("ECO_CUDA_NF4_RING");
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);
         for (size_t k = 0; k < 2; k++) {
             eco_qweight q;
@@ -571,6 +581,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
         }
     }
     unsetenv("ECO_CUDA_NF4");
+    unsetenv("ECO_CUDA_NF4_RING");
     unsetenv("ECO_CUDA_MMA");
     free(w);
     free(x);

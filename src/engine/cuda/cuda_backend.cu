@@ -54,6 +54,7 @@ struct MatvecShape {
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
+    int nf4_ring;          // ECO_CUDA_NF4_RING: the row-per-lane decoder's cp.async ring (1) or register prefetch (0); -1: did not parse
     int nf4_abs;           // ECO_CUDA_NF4_ABS: the row-per-lane table address by byte permute alone (1) or plus the base (0); -1: did not parse
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
@@ -155,7 +156,8 @@ Design requested_design(void)
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
-    const char *abs_addr = getenv("ECO_CUDA_NF4_ABS");
+    const char *abs_addr = getenv("ECO_CUDA_NF4_ABS"), *ring = getenv("ECO_CUDA_NF4_RING");
+    d.nf4_ring = !ring || !strcmp(ring, "1") ? 1 : !strcmp(ring, "0") ? 0 : -1;
     d.nf4_abs = !abs_addr || !strcmp(abs_addr, "1") ? 1 : !strcmp(abs_addr, "0") ? 0 : -1;
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
@@ -192,6 +194,7 @@ struct State {
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     bool nf4_abs;   /* its table address by the byte permute alone where the table is 64 KB-aligned (ECO_CUDA_NF4_ABS) */
+    bool nf4_ring;  /* its cp.async stage ring; else register prefetch where columns allow (ECO_CUDA_NF4_RING=0) */
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
@@ -245,6 +248,7 @@ eco_err apply_design(State *s, const Design &d)
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.nf4_abs < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ABS=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_ABS"));
+    if (d.nf4_ring < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_RING=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_RING"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -255,6 +259,7 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     s->nf4_abs = d.nf4_abs == 1;
+    s->nf4_ring = d.nf4_ring == 1;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->i8x_norm = d.i8x_norm;
@@ -801,6 +806,7 @@ size_t mma_smem_bytes(int format)
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
 MatvecFn pick_rows(bool dq, int blocksize, int stages);
+MatvecFn pick_regs(bool dq, int blocksize);
 size_t rows_smem_bytes(bool dq, int blocksize, int stages);
 int rows_stages(bool dq, int blocksize);
 
@@ -816,6 +822,9 @@ eco_err allow_large_shared_memory(void)
             int st = rows_stages(dq, bs);
             CK(cudaFuncSetAttribute(pick_rows(dq, bs, st), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, bs, st)));
         }
+    for (int dq = 0; dq < 2; dq++)
+        for (int bs = 32; bs <= 128; bs *= 2)
+            CK(cudaFuncSetAttribute(pick_regs(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -898,8 +907,16 @@ template <bool DQ, int AmEvery> MatvecFn pick_rows_stages(int stages)
     return stages >= 4 ? matvec_nf4_rows<DQ, AmEvery, 4> : stages == 3 ? matvec_nf4_rows<DQ, AmEvery, 3> : matvec_nf4_rows<DQ, AmEvery, 2>;
 }
 
-// Chunks of a step that share one absmax (blocks of 32 columns: none).
-int rows_am_every(int blocksize) { return blocksize / 32 < kNf4RowsU ? blocksize / 32 : kNf4RowsU; }
+// Chunks of a step of u that share one absmax (blocks of 32 columns: none).
+int rows_am_every(int blocksize, int u = kNf4RowsU) { return blocksize / 32 < u ? blocksize / 32 : u; }
+
+// The register-prefetch kernel (ECO_CUDA_NF4_RING=0): its steps of kNf4RegsU chunks share 1, 2 or 4 absmax.
+MatvecFn pick_regs(bool dq, int blocksize)
+{
+    int am = rows_am_every(blocksize, kNf4RegsU);
+    if (dq) return am >= 4 ? matvec_nf4_rows_regs<true, 4> : am == 2 ? matvec_nf4_rows_regs<true, 2> : matvec_nf4_rows_regs<true, 1>;
+    return am >= 4 ? matvec_nf4_rows_regs<false, 4> : am == 2 ? matvec_nf4_rows_regs<false, 2> : matvec_nf4_rows_regs<false, 1>;
+}
 
 MatvecFn pick_rows(bool dq, int blocksize, int stages)
 {
@@ -932,14 +949,19 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
+    d.rows_regs = !s->nf4_ring && d.cols % (32 * kNf4RegsU) == 0;
     d.rows_stages = rows_stages(dq, d.blocksize);
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_stages), kNf4RowsWarps * kWarp,
-                                                     rows_smem_bytes(dq, d.blocksize, d.rows_stages)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps);
+    int block_warps = d.rows_regs ? kNf4RegsWarps : kNf4RowsWarps;
+    if (d.rows_regs)
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_regs(dq, d.blocksize), block_warps * kWarp, lanes_smem_bytes(dq)));
+    else
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_stages), block_warps * kWarp,
+                                                         rows_smem_bytes(dq, d.blocksize, d.rows_stages)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * block_warps;
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, d.rows_regs ? kNf4RegsU : kNf4RowsU);
     int slots = sh.slots;
     d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + kNf4RowsWarps - 1) / kNf4RowsWarps);
+    d.rows_blocks = (int)((sh.used + block_warps - 1) / block_warps);
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
@@ -1152,6 +1174,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
+        if (d.rows_regs)
+            return launch(s, true, pick_regs(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RegsWarps * kWarp), lanes_smem_bytes(dq), p);
         return launch(s, true, pick_rows(dq, d.blocksize, d.rows_stages), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp),
                       rows_smem_bytes(dq, d.blocksize, d.rows_stages), p);
     }
@@ -1806,17 +1830,21 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
     free(seen);
     if (e) return e;
     long chunks = cols / 32, total = (long)groups * chunks;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps);
-    if (sh.per % kNf4RowsU || sh.per < (long)min_steps * kNf4RowsU || sh.used > warps || (sh.used - 1) * sh.per >= total ||
-        sh.used * sh.per < total)
-        return eco_fail(ECO_ESTATE, "shares of %ld chunks over %ld of %ld warps for %ld chunks", sh.per, sh.used, warps, total);
-    for (long g = 0; g < groups; g++) {
-        long first, last, covering = 0;
-        rows_group_warps(g, chunks, sh.per, &first, &last);
-        for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
-            covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
-        if (covering != last - first + 1 || covering > sh.slots || first > last)
-            return eco_fail(ECO_ESTATE, "group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", g, covering, first, last, sh.slots);
+    for (long u = kNf4RowsU; u <= kNf4RegsU; u *= 2) { // the ring's steps, the register kernel's
+        if (chunks % u) continue;
+        RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u);
+        if (sh.per % u || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
+            return eco_fail(ECO_ESTATE, "steps of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, sh.per, sh.used,
+                            warps, total);
+        for (long g = 0; g < groups; g++) {
+            long first, last, covering = 0;
+            rows_group_warps(g, chunks, sh.per, &first, &last);
+            for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
+                covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
+            if (covering != last - first + 1 || covering > sh.slots || first > last)
+                return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
+                                covering, first, last, sh.slots);
+        }
     }
     return ECO_OK;
 }
@@ -1851,8 +1879,8 @@ void eco_cuda_design(char *buf, size_t cap)
     if (d.nf4_rows) {
         char rest[sizeof nf4];
         memcpy(rest, nf4, sizeof rest);
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, cp.async stage ring, stream-K%s) %s, else %.100s",
-                 d.nf4_abs == 0 ? ", table base added" : "",
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, %s, stream-K%s) %s, else %.100s",
+                 d.nf4_ring ? "cp.async stage ring" : "register prefetch", d.nf4_abs == 0 ? ", table base added" : "",
                  d.nf4_rows_any_size ? "everywhere" : "for tall (rows >= 4x columns, >= 2^26 weights) and residual (>= 2^25) linears", rest);
     }
     char mma[64] = "";

@@ -33,6 +33,7 @@ struct DeviceLinear {
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_stages;            // its ring's stages (4, or fewer where shared memory is short)
+    bool rows_regs;             // on the register-prefetch kernel instead (ECO_CUDA_NF4_RING=0)
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
 };
 

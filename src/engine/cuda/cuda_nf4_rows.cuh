@@ -28,7 +28,8 @@
 namespace eco_cuda {
 
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
-constexpr int kNf4RowsU = 2; // chunks per row and step: with R 2, 128 weights a lane
+constexpr int kNf4RowsU = 2; // chunks per row and step of the ring kernel: with R 2, 128 weights a lane
+constexpr int kNf4RegsU = 4; // of the register-prefetch kernel (ECO_CUDA_NF4_RING=0)
 
 // The slot -> row mapping an epilogue needs: a residual add and plain stores share consecutive rows.
 __host__ __device__ __forceinline__ int rows_map(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
@@ -65,16 +66,15 @@ __host__ __device__ __forceinline__ void rows_group_warps(long g, long chunks, l
 }
 
 // How `warps` warps split a linear of `groups` row groups of `chunks` chunks: each warp's share (whole steps
-// of kNf4RowsU chunks, at least min_steps), the warps that get one, and the most warps a group is split
-// between (its deposit slots).
+// of u chunks, at least min_steps), the warps that get one, and the most warps a group is split between (its
+// deposit slots).
 struct RowsShare {
     long per, used;
     int slots;
 };
 
-inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps)
+inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps, long U)
 {
-    constexpr long U = kNf4RowsU;
     long total = groups * chunks, per = (total + warps - 1) / warps;
     per = (per + U - 1) / U * U;
     if (per < min_steps * U) per = min_steps * U;
@@ -438,6 +438,114 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 1) matvec_nf4_rows(cons
     else
         rows_loop<DoubleQuant, AmEvery, Stages, false>(p, f0, f1, g, c, ic, ig, rowB, ring, lane, warp_id, acc, lane * 4u, dmap);
     cp_async_wait<0>(); // nothing may land in shared memory after the block exits
+}
+
+// ---- The register-prefetch kernel (ECO_CUDA_NF4_RING=0) ----
+// The first version of session 9, kept for A/Bs: each lane loads the next step (4 chunks x R rows, 8 KB a
+// warp) into registers while it decodes the current one; blocks of 8 warps, 2 per SM, each with its own table.
+// Measured against the ring in bench_matvec (data/h200/README.md, session 9, calls 2 and 3, on the ring's
+// layout): Qwen2.5-7B gate_up 25.2 vs 26.2 us, Llama-3.1-8B 22.1 vs 23.9; not yet side by side in one call.
+constexpr int kNf4RegsWarps = 8;
+
+template <bool DoubleQuant, int R, int U> struct RegsStep {
+    uint4 w[U][R];
+    float am[U][R];
+    unsigned code[U][R];
+};
+
+template <bool DoubleQuant, int R, int U, int AmEvery>
+__device__ __forceinline__ void regs_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RegsStep<DoubleQuant, R, U> &s)
+{
+    const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+#pragma unroll
+    for (int u = 0; u < U; u += AmEvery) {
+        int b = (f + u) >> p.chunk_shift;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            size_t at = ((size_t)b * R + r) * kWarp + lane;
+            if constexpr (DoubleQuant) {
+                s.code[u][r] = __ldg(p.absmax_q + at);
+                s.am[u][r] = __ldg(p.absmax_q_scale + ((rowB[r] + ((c + u) >> p.chunk_shift)) >> 8));
+            } else {
+                s.am[u][r] = __ldg(p.absmax + at);
+            }
+        }
+    }
+}
+
+// Same layout, shares (whole steps of kNf4RegsU chunks), deposits and epilogues as matvec_nf4_rows; dynamic
+// shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
+template <bool DoubleQuant, int AmEvery>
+__global__ void __launch_bounds__(kNf4RegsWarps * kWarp, 2) matvec_nf4_rows_regs(const MatvecParams p)
+{
+    extern __shared__ __align__(16) unsigned char nf4_smem[];
+    constexpr int R = kNf4RowsR, U = kNf4RegsU;
+    grid_dependents_launch();
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * kNf4RegsWarps + warp;
+    const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
+    const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
+    int g = f0 / C, c = f0 % C;
+    int rowB[R] = {};
+    if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
+    RegsStep<DoubleQuant, R, U> cur;
+    if (f0 < f1) regs_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant);
+    __syncthreads();
+    grid_dependency_wait();
+    if (f0 >= f1) return;
+    const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
+    const unsigned lane4 = (unsigned)lane * 4u;
+    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.f;
+    for (int f = f0; f < f1; f += U) {
+        RegsStep<DoubleQuant, R, U> next;
+        int nc = c + U, ng = g;
+        if (nc == C) { nc = 0; ng++; }
+        if (f + U < f1) {
+            if constexpr (DoubleQuant)
+                if (nc == 0) rows_group_rowB<R>(p, ng, lane, rowB);
+            regs_step_load<DoubleQuant, R, U, AmEvery>(p, f + U, lane, rowB, nc, next);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
+            uint4 xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+            float part[R];
+            bool finite = true;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
+                finite &= isfinite(part[r]);
+            }
+            if (!finite) {
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(cur.w[u][r], xh[0], xh[1], xh[2], xh[3]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int ub = u - u % AmEvery;
+                float am = DoubleQuant ? dmap[cur.code[ub][r]] * cur.am[ub][r] + p.absmax_offset : cur.am[ub][r];
+                acc[r] = fmaf(part[r], am, acc[r]);
+            }
+        }
+        if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
+            rows_deposit<R>(p, g, warp_id, lane, acc);
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[r] = 0.f;
+        }
+        c = nc;
+        g = ng;
+        cur = next;
+    }
 }
 
 } // namespace eco_cuda
