@@ -646,7 +646,7 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
     return min_blocks >= 3 ? pick_lanes_rows<DQ, 3>(r) : min_blocks == 2 ? pick_lanes_rows<DQ, 2>(r) : pick_lanes_rows<DQ, 1>(r);
 }
 
-size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? 256 * sizeof(float) : 0); }
+size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
 MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
@@ -719,6 +719,14 @@ eco_err env_int(const char *name, int lo, int hi, int fallback, const char *what
 // A/Bs: ECO_CUDA_ATTN_SPLITS=N (1..64) fixes N blocks per head at any context (1: no merge), and
 // ECO_CUDA_ATTN_MIN=P sets the positions per block.
 constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
+
+// The nf4 decoders' grids for tests and A/Bs: ECO_CUDA_NF4_BLOCKS (blocks; 0: what fits) and
+// ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp).
+eco_err nf4_grid_env(State *s)
+{
+    eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
+    return e ? e : env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
+}
 
 eco_err attention_splits(int sm_count, int heads, int *splits, int *min_positions)
 {
@@ -800,7 +808,7 @@ int mma_weight_kind(int format)
 
 size_t mma_smem_bytes(int format)
 {
-    return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + 256 * sizeof(float) : 0;
+    return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + kNf4DmapBytes : 0;
 }
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
@@ -927,7 +935,7 @@ MatvecFn pick_rows(bool dq, int blocksize, int stages)
 
 size_t rows_smem_bytes(bool dq, int blocksize, int stages)
 {
-    return (size_t)kNf4TableBytes + 1024 + (size_t)kNf4RowsWarps * stages * nf4_rows_stage_bytes(dq, rows_am_every(blocksize));
+    return (size_t)kNf4RingOffset + (size_t)kNf4RowsWarps * stages * nf4_rows_stage_bytes(dq, rows_am_every(blocksize));
 }
 
 // The most stages (4, else 3, else 2) whose rings fit in one block's shared memory beside the table.
@@ -939,6 +947,19 @@ int rows_stages(bool dq, int blocksize)
     for (int st = 4; st > 2; st--)
         if (rows_smem_bytes(dq, blocksize, st) <= (size_t)most) return st;
     return 2;
+}
+
+// *p holds at least `need` elements (*n of them now), zeroed when (re)allocated; what it held is not kept.
+template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need)
+{
+    if (need <= *n) return ECO_OK;
+    cudaFree(*p);
+    *p = NULL;
+    *n = 0;
+    CK(cudaMalloc((void **)p, need * sizeof(T)));
+    CK(cudaMemset(*p, 0, need * sizeof(T)));
+    *n = need;
+    return ECO_OK;
 }
 
 // Its launch: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share
@@ -965,22 +986,8 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
-    if (need > s->rows_partials_n) {
-        cudaFree(s->rows_partials);
-        s->rows_partials = NULL;
-        s->rows_partials_n = 0;
-        CK(cudaMalloc((void **)&s->rows_partials, need * sizeof(float)));
-        s->rows_partials_n = need;
-    }
-    if ((size_t)groups > s->rows_arrivals_n) {
-        cudaFree(s->rows_arrivals);
-        s->rows_arrivals = NULL;
-        s->rows_arrivals_n = 0;
-        CK(cudaMalloc((void **)&s->rows_arrivals, (size_t)groups * sizeof(int)));
-        CK(cudaMemset(s->rows_arrivals, 0, (size_t)groups * sizeof(int)));
-        s->rows_arrivals_n = (size_t)groups;
-    }
-    return ECO_OK;
+    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need);
+    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups);
 }
 
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
@@ -1346,8 +1353,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
-    if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks))) return e;
-    if ((e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps))) return e;
+    if ((e = nf4_grid_env(s))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
@@ -1767,8 +1773,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     s.opt.quant = qo;
     s.opt.quant.int8_threshold = q->int8_threshold;
     if ((e = shape_for(q->format, &s.shape))) return e;
-    if ((e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s.nf4_max_blocks))) return e;
-    if ((e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s.nf4_min_steps))) return e;
+    if ((e = nf4_grid_env(&s))) return e;
     Linear lin;
     memset(&lin, 0, sizeof lin);
     uint16_t *xh = (uint16_t *)malloc(q->cols * sizeof(uint16_t));

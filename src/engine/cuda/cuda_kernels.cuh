@@ -439,6 +439,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
 // on the GPU at once), and the fill runs before the dependency wait, under the previous kernel's tail.
 constexpr int kNf4TableRowBytes = 256; // 128 used
 constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
+constexpr int kNf4DmapBytes = 256 * sizeof(float); // nf4-dq: the dynamic map, after the table
 constexpr int kNf4LaneWarps = 8;
 
 // The table, and for nf4-dq the dynamic map right after it, by every thread of the block.
@@ -480,7 +481,8 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
 // 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
 // partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
 // (one check for all R rows, so the rows' lookups interleave without a branch between them).
-__device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
+// pair(word, k): the fp16 pair of codes for byte k of the weight word (how the table is addressed).
+template <typename Pair> __device__ __forceinline__ float dot32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair)
 {
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     const __half2 *x = reinterpret_cast<const __half2 *>(xh);
@@ -491,12 +493,36 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     for (int i = 0; i < 4; i++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            unsigned bits = nf4_pair(u[i], k, table, lane4);
+            unsigned bits = pair(u[i], k);
             acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
         }
     }
     float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
     return f.x + f.y;
+}
+
+__device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
+{
+    return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
+}
+
+// The partial sums of R rows' 32-weight chunks w[r] against xh, each chunk whose fp16 sum overflowed redone
+// in fp32 (one check for the R rows).
+template <int R>
+__device__ __forceinline__ void dot32_nf4_rows_checked(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
+                                                       float (&part)[R])
+{
+    bool finite = true;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
+        finite &= isfinite(part[r]);
+    }
+    if (!finite) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(w[r], xh[0], xh[1], xh[2], xh[3]);
+    }
 }
 
 // A work item of this decoder is R rows: one unit of R rows, or for a paired epilogue (SwiGLU, RoPE) R/2
@@ -614,17 +640,7 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
             float part[R];
-            bool finite = true;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                part[r] = dot32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4);
-                finite &= isfinite(part[r]);
-            }
-            if (!finite) {
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(cur.w[0][r], xh[0], xh[1], xh[2], xh[3]);
-            }
+            dot32_nf4_rows_checked<R>(cur.w[0], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float am = DoubleQuant ? dmap[cur.code[0][r]] * cur.am[0][r] + p.absmax_offset : cur.am[0][r];

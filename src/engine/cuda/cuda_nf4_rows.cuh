@@ -131,21 +131,7 @@ template <bool Absolute>
 __device__ __forceinline__ float dot32_rows(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane_base)
 {
     if constexpr (!Absolute) return dot32_nf4_pairs(w, xh, table, lane_base);
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
-    __half2 acc[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            unsigned bits = lds_u32(__byte_perm(u[i], lane_base, 0x6504u | ((unsigned)k << 4)));
-            acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
-        }
-    }
-    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
-    return f.x + f.y;
+    return dot32_pairs(w, xh, [=](unsigned word, int k) { return lds_u32(__byte_perm(word, lane_base, 0x6504u | ((unsigned)k << 4))); });
 }
 
 // ---- The stage ring ----
@@ -158,6 +144,7 @@ __device__ __forceinline__ float dot32_rows(uint4 w, const uint4 (&xh)[4], const
 // code bytes). Every lane reads back only what it copied itself, except the nf4-dq code bytes (a lane copies
 // four lanes' worth): a cp.async.wait_group per lane, and __syncwarp for those.
 constexpr int kNf4RowsWarps = 16; // one block per SM: one 64 KB table fill per SM for 16 warps
+constexpr int kNf4RingOffset = kNf4TableBytes + kNf4DmapBytes; // the rings start after the table and the dynamic map
 
 template <bool DoubleQuant, int AmEvery> struct RowsRing {
     static constexpr int am_groups = kNf4RowsU / AmEvery; // absmax entries per row and step
@@ -221,6 +208,20 @@ template <int R> __device__ __forceinline__ void rows_group_rowB(const MatvecPar
     for (int r = 0; r < R; r++) {
         int row = nf4_rows_slot_row(p, rows_map(p.epilogue), R, g, r * kWarp + lane);
         rowB[r] = (row < 0 ? 0 : row) * B;
+    }
+}
+
+// Starts the copy of the step at flat chunk f into `stage`, then moves the issuing side's chunk ic and group ig
+// (and for nf4-dq its rows' nested-scale index) to the next step.
+template <bool DoubleQuant, int AmEvery>
+__device__ __forceinline__ void rows_stage_issue_next(const MatvecParams &p, int f, int &ic, int &ig, int lane, int (&rowB)[kNf4RowsR],
+                                                      unsigned char *stage)
+{
+    rows_stage_issue<DoubleQuant, AmEvery>(p, f, ic, lane, rowB, stage);
+    if ((ic += kNf4RowsU) == p.cols / 32) {
+        ic = 0;
+        ig++;
+        if constexpr (DoubleQuant) rows_group_rowB<kNf4RowsR>(p, ig, lane, rowB);
     }
 }
 
@@ -341,14 +342,7 @@ __device__ __forceinline__ void rows_loop(const MatvecParams &p, int f0, int f1,
     for (int f = f0; f < f1; f += U) {
         int fi = f + (Stages - 1) * U;
         int islot = slot == 0 ? Stages - 1 : slot - 1; // the stage decoded last step
-        if (fi < f1) {
-            rows_stage_issue<DoubleQuant, AmEvery>(p, fi, ic, lane, rowB, ring + islot * Ring::stage_bytes);
-            if ((ic += U) == C) {
-                ic = 0;
-                ig++;
-                if constexpr (DoubleQuant) rows_group_rowB<R>(p, ig, lane, rowB);
-            }
-        }
+        if (fi < f1) rows_stage_issue_next<DoubleQuant, AmEvery>(p, fi, ic, ig, lane, rowB, ring + islot * Ring::stage_bytes);
         cp_async_commit();
         // x: the same 64 bytes a chunk for the whole warp (coherent loads: the previous kernel wrote it),
         // issued before waiting for the weights
@@ -405,7 +399,7 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 1) matvec_nf4_rows(cons
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * kNf4RowsWarps + warp;
     const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
-    unsigned char *ring = nf4_smem + kNf4TableBytes + 1024 + (size_t)warp * Stages * Ring::stage_bytes;
+    unsigned char *ring = nf4_smem + kNf4RingOffset + (size_t)warp * Stages * Ring::stage_bytes;
     // the issuing side runs Stages - 1 steps ahead of the decoding side: its own chunk and group
     int ic = f0 % C, ig = f0 / C;
     int rowB[R] = {};
@@ -413,14 +407,7 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 1) matvec_nf4_rows(cons
 #pragma unroll
     for (int k = 0; k < Stages - 1; k++) { // weights never depend on the previous kernel: before the wait
         int f = f0 + k * U;
-        if (f < f1) {
-            rows_stage_issue<DoubleQuant, AmEvery>(p, f, ic, lane, rowB, ring + k * Ring::stage_bytes);
-            if ((ic += U) == C) {
-                ic = 0;
-                ig++;
-                if constexpr (DoubleQuant) rows_group_rowB<R>(p, ig, lane, rowB);
-            }
-        }
+        if (f < f1) rows_stage_issue_next<DoubleQuant, AmEvery>(p, f, ic, ig, lane, rowB, ring + k * Ring::stage_bytes);
         cp_async_commit();
     }
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
@@ -519,17 +506,7 @@ __global__ void __launch_bounds__(kNf4RegsWarps * kWarp, 2) matvec_nf4_rows_regs
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            bool finite = true;
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
-                finite &= isfinite(part[r]);
-            }
-            if (!finite) {
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(cur.w[u][r], xh[0], xh[1], xh[2], xh[3]);
-            }
+            dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const int ub = u - u % AmEvery;
