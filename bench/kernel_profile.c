@@ -97,20 +97,20 @@ static Role *role_of(Role *roles, int *n, const char *name)
     return r;
 }
 
-/* Roles within one token: the i-th matvec of a layer is qkv, o, gate_up, down; the last one is lm_head.
- * The i-th rmsnorm of a layer is attn or mlp; the last is the final norm. */
+/* Roles within one token: the i-th matvec of a layer is qkv, o, gate_up, down; the last one is lm_head. A
+ * norm is named by the matvec after it (qkv: attn, gate_up: mlp, lm_head: final): where a matvec computes
+ * its RMSNorm itself there is no norm kernel to count. */
 static void assign_roles(KernelSpan *s, size_t n, int layers)
 {
-    int mv = 0, nrm = 0;
+    int mv = 0;
     static const char *mv_roles[] = {"qkv", "o", "gate_up", "down"};
     for (size_t i = 0; i < n; i++) {
-        if (!strcmp(s[i].role, "embed")) { mv = 0; nrm = 0; continue; }
+        if (!strcmp(s[i].role, "embed")) { mv = 0; continue; }
         if (!strcmp(s[i].role, "matvec")) {
             snprintf(s[i].role, sizeof s[i].role, "%s", mv / 4 >= layers ? "lm_head" : mv_roles[mv % 4]);
             mv++;
         } else if (!strcmp(s[i].role, "rmsnorm")) {
-            snprintf(s[i].role, sizeof s[i].role, "%s", nrm / 2 >= layers ? "final_norm" : nrm % 2 ? "mlp_norm" : "attn_norm");
-            nrm++;
+            snprintf(s[i].role, sizeof s[i].role, "%s", mv / 4 >= layers ? "final_norm" : mv % 4 == 2 ? "mlp_norm" : "attn_norm");
         }
     }
 }

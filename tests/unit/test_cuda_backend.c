@@ -48,9 +48,9 @@ static eco_model_config medium(void)
     return c;
 }
 
-/* Big enough for the default nf4 rule to put gate_up (32768 x 2048 = 2^26 weights, 16 rows a column) on
- * the row-per-lane decoder and the rest on the row-major ones (down: 2^25, residual): both in one model. One
- * layer: the CPU reference is the slow side. */
+/* Big enough for the default nf4 rule to put gate_up (32768 x 2048 = 2^26 weights, 16 rows a column) and
+ * down (2^25, residual) on the row-per-lane decoder and the rest on the row-major ones: both in one model.
+ * One layer: the CPU reference is the slow side. */
 static eco_model_config wide(void)
 {
     eco_model_config c = medium();
@@ -248,6 +248,28 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
             compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
     }
+    unsetenv("ECO_CUDA_MATVEC");
+    /* RMSNorm computed by the tensor-core and nf4 row kernels themselves (every linear on them: qkv, gate_up
+     * and lm_head fuse it), and apart; LLM.int8 keeps its quantizing norm kernel either way */
+    setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    for (int fuse = 1; fuse >= 0; fuse--) {
+        setenv("ECO_CUDA_NORM_FUSE", fuse ? "1" : "0", 1);
+        print_message("ECO_CUDA_NORM_FUSE=%d\n", fuse);
+        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++) {
+            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
+        }
+        compare_config(wide(), ECO_PREC_FP16, 0.9999); /* 2048 columns: several passes of the norm's loops */
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_FP16, 0.9999);
+        compare(ECO_FAMILY_PHI3, ECO_PREC_NF4, 0.9999);
+    }
+    unsetenv("ECO_CUDA_NORM_FUSE");
+    unsetenv("ECO_CUDA_NF4");
+    setenv("ECO_CUDA_NF4", "lanes", 1); /* the lane decoder fusing it */
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4");
+    unsetenv("ECO_CUDA_MMA");
     /* the per-lane-table nf4 decoder loops over work items: every shape, and splits up to 4 */
     setenv("ECO_CUDA_NF4", "lanes", 1);
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -273,23 +295,19 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     unsetenv("ECO_CUDA_MATVEC");
-    /* nf4 a row per lane: the grid that fits, 2 blocks (each warp walks several row groups through its
-     * stage ring), 32 blocks (medium's gate_up groups split between 8 warps each: deposits and arrivals), and
-     * 200 (most warps with nothing to do); then at least 8 steps a warp; then blocks of 32 (an absmax per
-     * chunk) and 256 columns */
+    /* nf4 a row per lane: the grid that fits, 2 blocks (each warp walks several row groups), 32 blocks
+     * (medium's gate_up groups split between 8 warps each: deposits and arrivals), and 200 (most warps with
+     * nothing to do); then at least 8 steps a warp; then blocks of 32 (an absmax per chunk) and 256 columns */
     setenv("ECO_CUDA_NF4", "rows", 1);
     const char *rows_blocks[] = {NULL, "2", "32", "200"};
-    for (int ring = 1; ring >= 0; ring--) /* the cp.async ring, and register prefetch */
-        for (size_t i = 0; i < 4; i++) {
-            setenv("ECO_CUDA_NF4_RING", ring ? "1" : "0", 1);
-            if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
-            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_RING=%d ECO_CUDA_NF4_BLOCKS=%s\n", ring, rows_blocks[i] ? rows_blocks[i] : "-");
-            compare_config(medium(), ECO_PREC_NF4, 0.9999);
-            compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-            compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-            unsetenv("ECO_CUDA_NF4_BLOCKS");
-        }
-    unsetenv("ECO_CUDA_NF4_RING");
+    for (size_t i = 0; i < 4; i++) {
+        if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_BLOCKS=%s\n", rows_blocks[i] ? rows_blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
     unsetenv("ECO_CUDA_NF4");
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
@@ -299,11 +317,15 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    /* the table address plus its base, the path for a table off a 64 KB boundary */
-    setenv("ECO_CUDA_NF4_ABS", "0", 1);
+    /* the size rule moved: every linear of >= 2^20 weights on the lane decoder, residual ones on rows */
+    unsetenv("ECO_CUDA_NF4");
+    setenv("ECO_CUDA_NF4_LANES_MIN", "0", 1);
+    setenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "0", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    unsetenv("ECO_CUDA_NF4_ABS");
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_LANES_MIN");
+    unsetenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL");
+    setenv("ECO_CUDA_NF4", "rows", 1);
     const int blocksizes[] = {32, 256};
     for (size_t i = 0; i < 2; i++) {
         g_blocksize = blocksizes[i];
@@ -311,10 +333,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
         compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        setenv("ECO_CUDA_NF4_RING", "0", 1); /* steps of 4 chunks: an absmax for each, for 2, for all 4 */
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        unsetenv("ECO_CUDA_NF4_RING");
         setenv("ECO_CUDA_NF4_BLOCKS", "32", 1);
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -381,8 +399,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
     const char *bad_nf4[][2] = {{"ECO_CUDA_NF4", "row"}, {"ECO_CUDA_NF4", ""}, {"ECO_CUDA_NF4", "LANES"},
-                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_ABS", "2"},
-                                {"ECO_CUDA_NF4_RING", "on"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
+                                {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_LANES_MIN", "-1"},
+                                {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
@@ -414,7 +432,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                     "software"), "properties"), "engine_design"), "maxLength");
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
-    const char *longest[][2] = {{"ECO_CUDA_NF4_ABS", "0"}, {"ECO_CUDA_NF4_RING", "0"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+    const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}};
     char design[1024];
@@ -442,7 +460,7 @@ static void test_nf4_rows_layout_and_split(void **state)
         {3584, 18944, 0, 0},   /* Qwen2.5-7B down */
         {1152, 896, 2, 64},    /* Qwen2.5-0.5B qkv */
         {202, 1024, 0, 0},     /* a partial last group */
-        {96, 64, 1, 0},        /* 48 SwiGLU units: one group, 16 spare */
+        {96, 128, 1, 0},       /* 48 SwiGLU units: one group, 16 spare */
         {384, 256, 2, 32},     /* tiny: head_dim 32 */
         {9216, 3072, 2, 96},   /* Phi-3-mini qkv: head_dim 96 */
     };

@@ -52,10 +52,8 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm, fuse_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
-    int nf4_ring;          // ECO_CUDA_NF4_RING: the row-per-lane decoder's cp.async ring (1) or register prefetch (0); -1: did not parse
-    int nf4_abs;           // ECO_CUDA_NF4_ABS: the row-per-lane table address by byte permute alone (1) or plus the base (0); -1: did not parse
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
@@ -100,9 +98,13 @@ constexpr bool kNf4LanesByDefault = true;
 // vs 9.1; qkv slower everywhere (8.2 vs 7.4: its RoPE pairs need the whole sum, and each row group is split
 // between ~29 warps whose deposits the last one adds). Tall linears of 1.5B-3B models (27-45M weights) cost
 // 3-5% a token against session 8's build. ECO_CUDA_NF4=rows puts every nf4 linear (columns in whole steps of
-// 64) on it; =lanes or =table16 none.
+// 128) on it; =lanes or =table16 none. ECO_CUDA_NF4_LANES_MIN and ECO_CUDA_NF4_ROWS_MIN_RESIDUAL (2^20 weights)
+// move the two thresholds, for A/Bs.
 constexpr bool kNf4RowsByDefault = true;
-constexpr long kNf4RowsMinTall = 64l << 20, kNf4RowsMinResidual = 32l << 20;
+// The residual threshold was 2^25 until session 11, when a per-kernel profile of Qwen2.5-7B showed its o
+// (12.8M weights, on the fp32 table) taking 11 us of each layer's critical path against 4 us on this
+// decoder: 1903.6 vs 2109.1 us a token with the threshold at 2^23 (kernel_profile, side by side).
+constexpr long kNf4RowsMinTall = 64l << 20, kNf4RowsMinResidual = 8l << 20;
 constexpr int kNf4RowsMinAspect = 4;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
@@ -119,11 +121,12 @@ constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
                              fmt_bit(ECO_PREC_NF4_DQ) | fmt_bit(ECO_PREC_FP8);
 // Formats on the tensor-core matvec unless ECO_CUDA_MMA says otherwise ("0"/"none", "all", or a comma list
-// of precision names; nf4 includes nf4-dq). int8 only, from bench_matvec / bench_engine on the H200
+// of precision names; nf4 includes nf4-dq). int8, from bench_matvec / bench_engine on the H200
 // (data/h200/README.md, session 6): Qwen2.5-7B int8 qkv, o and down 16-17% faster than the scalar kernel and
-// Llama-3.1-8B +4% a token; fp16, fp8 and LLM.int8 about even or slower; nf4 much slower (its shared-table
-// decode and 64 KB fill per block).
-constexpr unsigned kMmaByDefault = fmt_bit(ECO_PREC_INT8);
+// Llama-3.1-8B +4% a token; fp16, fp8 and LLM.int8 about even or slower then; nf4 much slower (its
+// shared-table decode and 64 KB fill per block). And fp16 since session 11, when the tensor-core kernel had
+// gained its shape rule: Llama-3.1-8B fp16 245.2 vs 237.3 tok/s (80.5% vs 77.7% of the roofline) side by side.
+constexpr unsigned kMmaByDefault = fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_FP16);
 
 // ECO_CUDA_MMA as a set of formats; false when it does not parse.
 bool parse_mma_formats(const char *v, unsigned *out)
@@ -151,14 +154,12 @@ Design requested_design(void)
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
+    d.fuse_norm = !d.reference_stack && !env_is("ECO_CUDA_NORM_FUSE", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
-    const char *abs_addr = getenv("ECO_CUDA_NF4_ABS"), *ring = getenv("ECO_CUDA_NF4_RING");
-    d.nf4_ring = !ring || !strcmp(ring, "1") ? 1 : !strcmp(ring, "0") ? 0 : -1;
-    d.nf4_abs = !abs_addr || !strcmp(abs_addr, "1") ? 1 : !strcmp(abs_addr, "0") ? 0 : -1;
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
@@ -193,8 +194,6 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
-    bool nf4_abs;   /* its table address by the byte permute alone where the table is 64 KB-aligned (ECO_CUDA_NF4_ABS) */
-    bool nf4_ring;  /* its cp.async stage ring; else register prefetch where columns allow (ECO_CUDA_NF4_RING=0) */
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
@@ -202,9 +201,11 @@ struct State {
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
+    long nf4_lanes_min, nf4_rows_min_residual; /* weights: the lane decoder's and the row-per-lane residual thresholds */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
+    bool fuse_norm; /* RMSNorm inside the persistent matvecs after it (off: ECO_CUDA_NORM_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
     int force_splits; /* bench_matvec: exactly this many column slices */
     int sm_count;
@@ -247,8 +248,6 @@ eco_err apply_design(State *s, const Design &d)
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
-    if (d.nf4_abs < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ABS=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_ABS"));
-    if (d.nf4_ring < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_RING=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_RING"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -258,10 +257,9 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
-    s->nf4_abs = d.nf4_abs == 1;
-    s->nf4_ring = d.nf4_ring == 1;
     s->pdl = d.pdl;
     s->fused = d.fused;
+    s->fuse_norm = d.fuse_norm;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -722,10 +720,16 @@ constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
 
 // The nf4 decoders' grids for tests and A/Bs: ECO_CUDA_NF4_BLOCKS (blocks; 0: what fits) and
 // ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp).
+// For A/Bs of the size rule: ECO_CUDA_NF4_LANES_MIN and ECO_CUDA_NF4_ROWS_MIN_RESIDUAL, in 2^20 weights.
 eco_err nf4_grid_env(State *s)
 {
+    int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
-    return e ? e : env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
+    if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
+    if (!e) e = env_int("ECO_CUDA_NF4_LANES_MIN", 0, 1 << 20, (int)(kNf4LanesMinWeights >> 20), "2^20 weights", &lanes_m);
+    if (!e) e = env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", &residual_m);
+    if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
+    return e;
 }
 
 eco_err attention_splits(int sm_count, int heads, int *splits, int *min_positions)
@@ -752,6 +756,7 @@ int pick_splits(const State *s, int units, int chunks)
 
 struct MatvecOut {
     int epilogue;
+    const float *norm_w; // the RMSNorm before it, when the linear computes it itself (takes_norm)
     bool x_quantized; // LLM.int8(): the norm that wrote x also quantized it (no quantize_activations)
     float *y;
     __half *act;
@@ -813,30 +818,31 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, int stages);
-MatvecFn pick_regs(bool dq, int blocksize);
-size_t rows_smem_bytes(bool dq, int blocksize, int stages);
-int rows_stages(bool dq, int blocksize);
+MatvecFn pick_rows(bool dq, int blocksize);
+
+// Shared-memory bytes of a fused norm's x (fused_rmsnorm) at `base` bytes of the kernel's own: the offset
+// and the total.
+size_t norm_offset(size_t base) { return (base + 15) / 16 * 16; }
+size_t with_norm_bytes(const DeviceLinear &d, size_t base) { return d.takes_norm ? norm_offset(base) + (size_t)d.cols * 6 : base; }
+constexpr size_t kNormFuseMaxBytes = (size_t)kNormFuseMaxCols * 6 + 16;
 
 eco_err allow_large_shared_memory(void)
 {
     for (int occ = 1; occ <= 3; occ++)
         for (int r = 2; r <= 8; r *= 2) {
-            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
-            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
-        }
-    for (int dq = 0; dq < 2; dq++)
-        for (int bs = 32; bs <= 64; bs *= 2) {
-            int st = rows_stages(dq, bs);
-            CK(cudaFuncSetAttribute(pick_rows(dq, bs, st), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, bs, st)));
+            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)(lanes_smem_bytes(false) + kNormFuseMaxBytes)));
+            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)(lanes_smem_bytes(true) + kNormFuseMaxBytes)));
         }
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
-            CK(cudaFuncSetAttribute(pick_regs(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+            CK(cudaFuncSetAttribute(pick_rows(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(lanes_smem_bytes(dq) + kNormFuseMaxBytes)));
     for (int rt = 1; rt <= 2; rt++) {
-        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)(mma_smem_bytes(ECO_PREC_NF4) + kNormFuseMaxBytes)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)mma_smem_bytes(ECO_PREC_NF4_DQ)));
+                                (int)(mma_smem_bytes(ECO_PREC_NF4_DQ) + kNormFuseMaxBytes)));
     }
     return ECO_OK;
 }
@@ -910,43 +916,15 @@ eco_err tile_linear(State *s, Linear &l, int map)
 
 // ---- nf4, a row per lane (cuda_nf4_rows.cuh) ----
 
-template <bool DQ, int AmEvery> MatvecFn pick_rows_stages(int stages)
-{
-    return stages >= 4 ? matvec_nf4_rows<DQ, AmEvery, 4> : stages == 3 ? matvec_nf4_rows<DQ, AmEvery, 3> : matvec_nf4_rows<DQ, AmEvery, 2>;
-}
+// Chunks of a step that share one absmax (blocks of 32 columns: none).
+int rows_am_every(int blocksize) { return blocksize / 32 < kNf4RowsU ? blocksize / 32 : kNf4RowsU; }
 
-// Chunks of a step of u that share one absmax (blocks of 32 columns: none).
-int rows_am_every(int blocksize, int u = kNf4RowsU) { return blocksize / 32 < u ? blocksize / 32 : u; }
-
-// The register-prefetch kernel (ECO_CUDA_NF4_RING=0): its steps of kNf4RegsU chunks share 1, 2 or 4 absmax.
-MatvecFn pick_regs(bool dq, int blocksize)
+// Its steps of kNf4RowsU chunks share 1, 2 or 4 absmax.
+MatvecFn pick_rows(bool dq, int blocksize)
 {
-    int am = rows_am_every(blocksize, kNf4RegsU);
-    if (dq) return am >= 4 ? matvec_nf4_rows_regs<true, 4> : am == 2 ? matvec_nf4_rows_regs<true, 2> : matvec_nf4_rows_regs<true, 1>;
-    return am >= 4 ? matvec_nf4_rows_regs<false, 4> : am == 2 ? matvec_nf4_rows_regs<false, 2> : matvec_nf4_rows_regs<false, 1>;
-}
-
-MatvecFn pick_rows(bool dq, int blocksize, int stages)
-{
-    bool pair = rows_am_every(blocksize) == 2;
-    return dq ? (pair ? pick_rows_stages<true, 2>(stages) : pick_rows_stages<true, 1>(stages))
-              : (pair ? pick_rows_stages<false, 2>(stages) : pick_rows_stages<false, 1>(stages));
-}
-
-size_t rows_smem_bytes(bool dq, int blocksize, int stages)
-{
-    return (size_t)kNf4RingOffset + (size_t)kNf4RowsWarps * stages * nf4_rows_stage_bytes(dq, rows_am_every(blocksize));
-}
-
-// The most stages (4, else 3, else 2) whose rings fit in one block's shared memory beside the table.
-int rows_stages(bool dq, int blocksize)
-{
-    int dev = 0, most = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        most = 0;
-    for (int st = 4; st > 2; st--)
-        if (rows_smem_bytes(dq, blocksize, st) <= (size_t)most) return st;
-    return 2;
+    int am = rows_am_every(blocksize);
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, 4> : am == 2 ? matvec_nf4_rows<true, 2> : matvec_nf4_rows<true, 1>;
+    return am >= 4 ? matvec_nf4_rows<false, 4> : am == 2 ? matvec_nf4_rows<false, 2> : matvec_nf4_rows<false, 1>;
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated; what it held is not kept.
@@ -970,19 +948,13 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    d.rows_regs = !s->nf4_ring && d.cols % (32 * kNf4RegsU) == 0;
-    d.rows_stages = rows_stages(dq, d.blocksize);
-    int block_warps = d.rows_regs ? kNf4RegsWarps : kNf4RowsWarps;
-    if (d.rows_regs)
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_regs(dq, d.blocksize), block_warps * kWarp, lanes_smem_bytes(dq)));
-    else
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_stages), block_warps * kWarp,
-                                                         rows_smem_bytes(dq, d.blocksize, d.rows_stages)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * block_warps;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, d.rows_regs ? kNf4RegsU : kNf4RowsU);
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize), kNf4RowsWarps * kWarp,
+                                                     with_norm_bytes(d, lanes_smem_bytes(dq))));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, kNf4RowsU);
     int slots = sh.slots;
     d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + block_warps - 1) / block_warps);
+    d.rows_blocks = (int)((sh.used + kNf4RowsWarps - 1) / kNf4RowsWarps);
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
@@ -992,21 +964,21 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
 // whose output is a residual add (o, down: their split row groups add to y atomically, nothing waits for them).
-bool nf4_rows_by_default(long rows, long cols, bool residual)
+bool nf4_rows_by_default(const State *s, long rows, long cols, bool residual)
 {
-    return (rows >= kNf4RowsMinAspect * cols && rows * cols >= kNf4RowsMinTall) || (residual && rows * cols >= kNf4RowsMinResidual);
+    return (rows >= kNf4RowsMinAspect * cols && rows * cols >= kNf4RowsMinTall) || (residual && rows * cols >= s->nf4_rows_min_residual);
 }
 
 // Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
 // epilogue mapping `map` every later launch of it will use (checked in launch_matvec; `residual`: launched with
 // a residual add). Not in reference-stack mode, not on the tensor-core path, and only for columns in whole
-// steps (64).
+// steps (128).
 eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
 {
     DeviceLinear &d = l.d;
     bool dq = d.format == ECO_PREC_NF4_DQ;
     if (!s->nf4_rows || d.tiled || (d.format != ECO_PREC_NF4 && !dq) || d.cols % (32 * kNf4RowsU)) return ECO_OK;
-    if (!s->nf4_rows_any_size && !nf4_rows_by_default(d.rows, d.cols, residual)) return ECO_OK;
+    if (!s->nf4_rows_any_size && !nf4_rows_by_default(s, d.rows, d.cols, residual)) return ECO_OK;
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
@@ -1043,12 +1015,25 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
     return nf4_rows_plan(s, d, map);
 }
 
+// The nf4 lane decoder takes this (row-major) nf4 linear.
+bool on_nf4_lanes(const State *s, const DeviceLinear &d)
+{
+    return s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ) &&
+           (s->nf4_lanes_any_size || (long)d.rows * d.cols >= s->nf4_lanes_min);
+}
+
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
-// row-major as loaded. residual: its output is added to the residual stream (o, down).
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
+// row-major as loaded. residual: its output is added to the residual stream (o, down); normed: its input is
+// an RMSNorm's output, which a persistent kernel (tensor-core, nf4 rows or lanes) then computes itself.
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool normed = false)
 {
     eco_err e = tile_linear(s, l, map);
-    return e || l.d.tiled ? e : interleave_nf4(s, l, map, residual);
+    if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
+    if (e) return e;
+    DeviceLinear &d = l.d;
+    d.takes_norm = normed && s->fuse_norm && (d.tiled || d.nf4_rows || on_nf4_lanes(s, d)) && d.format != ECO_PREC_INT8_MIXED &&
+                   d.cols % 8 == 0 && d.cols <= kNormFuseMaxCols;
+    return d.takes_norm && d.nf4_rows ? nf4_rows_plan(s, d, map) : ECO_OK; // its grid with the x buffer's shared memory
 }
 
 // Shape. A block streams its tiles to the end, so a grid of B blocks with C resident at once takes
@@ -1069,7 +1054,8 @@ eco_err mma_shape(const State *s, const DeviceLinear &d, const MatvecParams &p, 
     for (int rt = 2; rt >= 1; rt--) {
         if (s->mma_rt ? rt != s->mma_rt : rt == 2 && d.format == ECO_PREC_NF4_DQ) continue; // nf4-dq, 2 tiles: 170 registers
         int per_sm = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp, mma_smem_bytes(d.format)));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp,
+                                                         with_norm_bytes(d, mma_smem_bytes(d.format))));
         long slots = (long)s->sm_count * (per_sm > 0 ? per_sm : 1);
         int tiles = (units + 8 * rt - 1) / (8 * rt);
         for (int kw = 1; kw <= kMmaWarps; kw *= 2) {
@@ -1103,7 +1089,8 @@ eco_err launch_matvec_mma(State *s, const DeviceLinear &d, MatvecParams p)
     if (e) return e;
     if (m.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     p.splits = m.splits;
-    return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p, m.kw);
+    return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), with_norm_bytes(d, mma_smem_bytes(d.format)),
+                  p, m.kw);
 }
 
 eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
@@ -1140,8 +1127,16 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
     bool paired = paired_epilogue(out.epilogue);
-    bool lanes = s->nf4_lanes && (d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ) &&
-                 (s->nf4_lanes_any_size || (long)d.rows * d.cols >= kNf4LanesMinWeights);
+    bool lanes = on_nf4_lanes(s, d);
+    if (d.takes_norm != (out.norm_w != NULL))
+        return eco_fail(ECO_ESTATE, "CUDA backend: a linear %s its RMSNorm launched %s the norm's weights", d.takes_norm ? "fusing" : "not fusing",
+                        out.norm_w ? "with" : "without");
+    if (d.takes_norm) {
+        p.norm_x = s->x;
+        p.norm_w = out.norm_w;
+        p.norm_eps = (float)c.rms_eps;
+        p.norm_smem = (int)norm_offset(d.tiled ? mma_smem_bytes(d.format) : lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ));
+    }
     int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;
     int units = lanes ? lane_items(p, r) : item_units(p, r);
     if (out.epilogue == EP_ADD) {
@@ -1176,18 +1171,15 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.epilogue = out.epilogue;
         p.splits = 1;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
-        p.nf4_abs = s->nf4_abs;
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        if (d.rows_regs)
-            return launch(s, true, pick_regs(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RegsWarps * kWarp), lanes_smem_bytes(dq), p);
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_stages), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp),
-                      rows_smem_bytes(dq, d.blocksize, d.rows_stages), p);
+        return launch(s, true, pick_rows(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp),
+                      with_norm_bytes(d, lanes_smem_bytes(dq)), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
-        size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
+        size_t smem = with_norm_bytes(d, lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ));
         unsigned blocks = (unsigned)(((long)units * p.splits + kNf4LaneWarps - 1) / kNf4LaneWarps);
         int per_sm = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kNf4LaneWarps * kWarp, smem));
@@ -1246,9 +1238,11 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
+        if (!L.qkv.d.takes_norm && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
+        const float *qkv_norm = L.qkv.d.takes_norm ? L.attn_norm : NULL;
         if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
+            o.norm_w = qkv_norm;
             o.x_quantized = quantize_in_norm;
             o.bias = L.qkv_bias;
             o.k_cache = L.k_cache;
@@ -1256,6 +1250,7 @@ eco_err enqueue_token(State *s)
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
         } else {
             MatvecOut o = plain(EP_STORE, s->qkv);
+            o.norm_w = qkv_norm;
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
             if ((e = launch(s, true, rope_kv, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
@@ -1265,14 +1260,17 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch_attention(s, L, window))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
+        if (!L.gate_up.d.takes_norm && (e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
+        const float *mlp_norm = L.gate_up.d.takes_norm ? L.mlp_norm : NULL;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
+            o.norm_w = mlp_norm;
             o.x_quantized = quantize_in_norm;
             o.act = s->act;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
         } else {
             MatvecOut o = plain(EP_STORE, s->gate_up);
+            o.norm_w = mlp_norm;
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
             if ((e = launch(s, true, swiglu, dim3((c.intermediate + 255) / 256), dim3(256), 0, (const float *)s->gate_up,
@@ -1281,8 +1279,10 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    if ((e = launch_norm(s, s->final_norm, false))) return e;
-    if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
+    MatvecOut head = plain(EP_STORE, s->logits);
+    if (s->lm_head.d.takes_norm) head.norm_w = s->final_norm;
+    else if ((e = launch_norm(s, s->final_norm, false))) return e;
+    if ((e = launch_matvec(s, s->lm_head, s->xn, head))) return e;
     if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
                     s->part_v, s->part_i)))
         return e;
@@ -1364,9 +1364,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE, false, true))) return e;
         if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, true)))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
@@ -1403,7 +1403,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE, false, true)))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -1633,7 +1633,8 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     s.fp8_hw = fp8_hw;
     s.shape = m;
     s.force_splits = splits;
-    err = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s.nf4_min_steps);
+    err = nf4_grid_env(&s);
+    s.nf4_max_blocks = 0; // the bench times the grid that fits
     if (!err) err = standalone_open(s, (size_t)cols);
     if (err) {
         standalone_close(s);
@@ -1646,7 +1647,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     shape_q.cols = (uint64_t)cols;
     // nf4 a row per lane: random bytes taken as already interleaved, rows padded to whole row groups
     bool nf4_rows = s.nf4_rows && (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && !mma_format_ok(&s, precision, cols) &&
-                    (s.nf4_rows_any_size || nf4_rows_by_default(rows, cols, splits > 1));
+                    cols % (32 * kNf4RowsU) == 0 && (s.nf4_rows_any_size || nf4_rows_by_default(&s, rows, cols, splits > 1));
     if (nf4_rows) shape_q.rows = (uint64_t)((rows + kWarp * kNf4RowsR - 1) / (kWarp * kNf4RowsR) * (kWarp * kNf4RowsR));
     size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)shape_q.rows * cols / 64;
     size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
@@ -1804,7 +1805,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
 
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
 {
-    if (rows < 1 || cols < 64 || cols % 64 || pairing < 0 || pairing > 2 || (pairing && rows % 2) ||
+    if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || pairing < 0 || pairing > 2 || (pairing && rows % 2) ||
         (pairing == 2 && (head_dim < 2 || head_dim % 2 || rows % head_dim)) || warps < 1 || min_steps < 1)
         return eco_fail(ECO_EINVAL, "nf4 rows layout check: bad shape");
     const int R = kNf4RowsR, per_group = kWarp * R, map = pairing == 1 ? EP_SWIGLU : pairing == 2 ? EP_ROPE_KV : EP_STORE;
@@ -1835,8 +1836,8 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
     free(seen);
     if (e) return e;
     long chunks = cols / 32, total = (long)groups * chunks;
-    for (long u = kNf4RowsU; u <= kNf4RegsU; u *= 2) { // the ring's steps, the register kernel's
-        if (chunks % u) continue;
+    {
+        const long u = kNf4RowsU;
         RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u);
         if (sh.per % u || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
             return eco_fail(ECO_ESTATE, "steps of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, sh.per, sh.used,
@@ -1878,15 +1879,24 @@ void eco_cuda_design(char *buf, size_t cap)
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
     char nf4[320] = "fp32 table";
-    if (d.nf4_lanes)
-        snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) %s", d.nf4_occ,
-                 d.nf4_lanes_any_size ? "everywhere" : "for linears >= 2^24 weights, fp32 table below");
+    // the size rule's thresholds in 2^20 weights (as set for A/Bs; a value that does not parse fails the engine)
+    int lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
+    const char *lanes_env = getenv("ECO_CUDA_NF4_LANES_MIN"), *residual_env = getenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL");
+    if (lanes_env) parse_int_in(lanes_env, 0, 1 << 20, &lanes_m);
+    if (residual_env) parse_int_in(residual_env, 0, 1 << 20, &residual_m);
+    if (d.nf4_lanes && d.nf4_lanes_any_size)
+        snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) everywhere", d.nf4_occ);
+    else if (d.nf4_lanes)
+        snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) for linears >= %dM weights, fp32 table below",
+                 d.nf4_occ, lanes_m);
     if (d.nf4_rows) {
         char rest[sizeof nf4];
         memcpy(rest, nf4, sizeof rest);
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, %s, stream-K%s) %s, else %.100s",
-                 d.nf4_ring ? "cp.async stage ring" : "register prefetch", d.nf4_abs == 0 ? ", table base added" : "",
-                 d.nf4_rows_any_size ? "everywhere" : "for tall (rows >= 4x columns, >= 2^26 weights) and residual (>= 2^25) linears", rest);
+        char rule[96];
+        snprintf(rule, sizeof rule, "for tall (rows >= 4x columns, >= %ldM weights) and residual (>= %dM) linears", kNf4RowsMinTall >> 20,
+                 residual_m);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K) %s, else %.100s",
+                 d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[64] = "";
     size_t m_at = 0;
@@ -1895,9 +1905,10 @@ void eco_cuda_design(char *buf, size_t cap)
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s%s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait",
-             d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused", d.fp8_hw ? "cvt" : "bit-move",
+             d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
+             d.fuse_norm ? ", RMSNorm in the tensor-core/nf4 matvecs" : "", d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0);
 }
 
