@@ -52,7 +52,7 @@ struct MatvecShape {
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
 struct Design {
-    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm, fuse_norm;
+    bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
@@ -154,7 +154,6 @@ Design requested_design(void)
     d.pdl = !d.reference_stack && !env_is("ECO_CUDA_PDL", "0");
     d.fused = !d.reference_stack && !env_is("ECO_CUDA_FUSE", "0");
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
-    d.fuse_norm = !d.reference_stack && !env_is("ECO_CUDA_NORM_FUSE", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
@@ -205,7 +204,6 @@ struct State {
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
-    bool fuse_norm; /* RMSNorm inside the persistent matvecs after it (off: ECO_CUDA_NORM_FUSE=0, and in reference-stack mode) */
     MatvecShape shape;
     int force_splits; /* bench_matvec: exactly this many column slices */
     int sm_count;
@@ -259,7 +257,6 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     s->pdl = d.pdl;
     s->fused = d.fused;
-    s->fuse_norm = d.fuse_norm;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -756,7 +753,6 @@ int pick_splits(const State *s, int units, int chunks)
 
 struct MatvecOut {
     int epilogue;
-    const float *norm_w; // the RMSNorm before it, when the linear computes it itself (takes_norm)
     bool x_quantized; // LLM.int8(): the norm that wrote x also quantized it (no quantize_activations)
     float *y;
     __half *act;
@@ -820,29 +816,20 @@ size_t mma_smem_bytes(int format)
 // any graph capture (engine creation and standalone linears).
 MatvecFn pick_rows(bool dq, int blocksize);
 
-// Shared-memory bytes of a fused norm's x (fused_rmsnorm) at `base` bytes of the kernel's own: the offset
-// and the total.
-size_t norm_offset(size_t base) { return (base + 15) / 16 * 16; }
-size_t with_norm_bytes(const DeviceLinear &d, size_t base) { return d.takes_norm ? norm_offset(base) + (size_t)d.cols * 6 : base; }
-constexpr size_t kNormFuseMaxBytes = (size_t)kNormFuseMaxCols * 6 + 16;
-
 eco_err allow_large_shared_memory(void)
 {
     for (int occ = 1; occ <= 3; occ++)
         for (int r = 2; r <= 8; r *= 2) {
-            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)(lanes_smem_bytes(false) + kNormFuseMaxBytes)));
-            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)(lanes_smem_bytes(true) + kNormFuseMaxBytes)));
+            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
         }
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
-            CK(cudaFuncSetAttribute(pick_rows(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(lanes_smem_bytes(dq) + kNormFuseMaxBytes)));
+            CK(cudaFuncSetAttribute(pick_rows(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
-        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)(mma_smem_bytes(ECO_PREC_NF4) + kNormFuseMaxBytes)));
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)(mma_smem_bytes(ECO_PREC_NF4_DQ) + kNormFuseMaxBytes)));
+                                (int)mma_smem_bytes(ECO_PREC_NF4_DQ)));
     }
     return ECO_OK;
 }
@@ -948,8 +935,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize), kNf4RowsWarps * kWarp,
-                                                     with_norm_bytes(d, lanes_smem_bytes(dq))));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize), kNf4RowsWarps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
     RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, kNf4RowsU);
     int slots = sh.slots;
@@ -1023,17 +1009,11 @@ bool on_nf4_lanes(const State *s, const DeviceLinear &d)
 }
 
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
-// row-major as loaded. residual: its output is added to the residual stream (o, down); normed: its input is
-// an RMSNorm's output, which a persistent kernel (tensor-core, nf4 rows or lanes) then computes itself.
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool normed = false)
+// row-major as loaded. residual: its output is added to the residual stream (o, down).
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
 {
     eco_err e = tile_linear(s, l, map);
-    if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
-    if (e) return e;
-    DeviceLinear &d = l.d;
-    d.takes_norm = normed && s->fuse_norm && (d.tiled || d.nf4_rows || on_nf4_lanes(s, d)) && d.format != ECO_PREC_INT8_MIXED &&
-                   d.cols % 8 == 0 && d.cols <= kNormFuseMaxCols;
-    return d.takes_norm && d.nf4_rows ? nf4_rows_plan(s, d, map) : ECO_OK; // its grid with the x buffer's shared memory
+    return e || l.d.tiled ? e : interleave_nf4(s, l, map, residual);
 }
 
 // Shape. A block streams its tiles to the end, so a grid of B blocks with C resident at once takes
@@ -1054,8 +1034,7 @@ eco_err mma_shape(const State *s, const DeviceLinear &d, const MatvecParams &p, 
     for (int rt = 2; rt >= 1; rt--) {
         if (s->mma_rt ? rt != s->mma_rt : rt == 2 && d.format == ECO_PREC_NF4_DQ) continue; // nf4-dq, 2 tiles: 170 registers
         int per_sm = 0;
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp,
-                                                         with_norm_bytes(d, mma_smem_bytes(d.format))));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp, mma_smem_bytes(d.format)));
         long slots = (long)s->sm_count * (per_sm > 0 ? per_sm : 1);
         int tiles = (units + 8 * rt - 1) / (8 * rt);
         for (int kw = 1; kw <= kMmaWarps; kw *= 2) {
@@ -1089,8 +1068,7 @@ eco_err launch_matvec_mma(State *s, const DeviceLinear &d, MatvecParams p)
     if (e) return e;
     if (m.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     p.splits = m.splits;
-    return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), with_norm_bytes(d, mma_smem_bytes(d.format)),
-                  p, m.kw);
+    return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p, m.kw);
 }
 
 eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
@@ -1128,15 +1106,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.head_dim = c.head_dim;
     bool paired = paired_epilogue(out.epilogue);
     bool lanes = on_nf4_lanes(s, d);
-    if (d.takes_norm != (out.norm_w != NULL))
-        return eco_fail(ECO_ESTATE, "CUDA backend: a linear %s its RMSNorm launched %s the norm's weights", d.takes_norm ? "fusing" : "not fusing",
-                        out.norm_w ? "with" : "without");
-    if (d.takes_norm) {
-        p.norm_x = s->x;
-        p.norm_w = out.norm_w;
-        p.norm_eps = (float)c.rms_eps;
-        p.norm_smem = (int)norm_offset(d.tiled ? mma_smem_bytes(d.format) : lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ));
-    }
     int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;
     int units = lanes ? lane_items(p, r) : item_units(p, r);
     if (out.epilogue == EP_ADD) {
@@ -1175,11 +1144,10 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        return launch(s, true, pick_rows(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp),
-                      with_norm_bytes(d, lanes_smem_bytes(dq)), p);
+        return launch(s, true, pick_rows(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
-        size_t smem = with_norm_bytes(d, lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ));
+        size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
         unsigned blocks = (unsigned)(((long)units * p.splits + kNf4LaneWarps - 1) / kNf4LaneWarps);
         int per_sm = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kNf4LaneWarps * kWarp, smem));
@@ -1238,11 +1206,9 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if (!L.qkv.d.takes_norm && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
-        const float *qkv_norm = L.qkv.d.takes_norm ? L.attn_norm : NULL;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
-            o.norm_w = qkv_norm;
             o.x_quantized = quantize_in_norm;
             o.bias = L.qkv_bias;
             o.k_cache = L.k_cache;
@@ -1250,7 +1216,6 @@ eco_err enqueue_token(State *s)
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
         } else {
             MatvecOut o = plain(EP_STORE, s->qkv);
-            o.norm_w = qkv_norm;
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
             if ((e = launch(s, true, rope_kv, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
@@ -1260,17 +1225,14 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch_attention(s, L, window))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if (!L.gate_up.d.takes_norm && (e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
-        const float *mlp_norm = L.gate_up.d.takes_norm ? L.mlp_norm : NULL;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
-            o.norm_w = mlp_norm;
             o.x_quantized = quantize_in_norm;
             o.act = s->act;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
         } else {
             MatvecOut o = plain(EP_STORE, s->gate_up);
-            o.norm_w = mlp_norm;
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
             if ((e = launch(s, true, swiglu, dim3((c.intermediate + 255) / 256), dim3(256), 0, (const float *)s->gate_up,
@@ -1279,10 +1241,8 @@ eco_err enqueue_token(State *s)
         }
         if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
-    MatvecOut head = plain(EP_STORE, s->logits);
-    if (s->lm_head.d.takes_norm) head.norm_w = s->final_norm;
-    else if ((e = launch_norm(s, s->final_norm, false))) return e;
-    if ((e = launch_matvec(s, s->lm_head, s->xn, head))) return e;
+    if ((e = launch_norm(s, s->final_norm, false))) return e;
+    if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
     if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
                     s->part_v, s->part_i)))
         return e;
@@ -1364,9 +1324,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE, false, true))) return e;
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
         if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, true)))
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
@@ -1403,7 +1363,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE, false, true)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE)))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -1905,10 +1865,10 @@ void eco_cuda_design(char *buf, size_t cap)
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
-    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s%s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
+    snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
-             d.fuse_norm ? ", RMSNorm in the tensor-core/nf4 matvecs" : "", d.fp8_hw ? "cvt" : "bit-move",
+             d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0);
 }
 

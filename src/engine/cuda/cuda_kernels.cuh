@@ -33,7 +33,6 @@ struct DeviceLinear {
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
-    bool takes_norm;            // its kernel normalizes its input itself (fused_rmsnorm): no norm kernel before it
 };
 
 __device__ __forceinline__ float warp_sum(float v)
@@ -124,70 +123,7 @@ struct MatvecParams {
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
-    const float *norm_x;         // RMSNorm fused (fused_rmsnorm): the fp32 residual stream to normalize; NULL: x is ready
-    const float *norm_w;         // its weights (cols of them)
-    float norm_eps;
-    int norm_smem;               // where the normalized x goes in dynamic shared memory (bytes, 16-aligned)
 };
-
-// ---- RMSNorm fused into the matvec after it ----
-// The tensor-core and nf4 row/lane kernels run a grid of one or two blocks per SM; where one of them reads
-// an RMSNorm's output (qkv, gate_up, lm_head), each block normalizes the residual stream into its own shared
-// memory instead, right after the dependency wait. That removes the norm kernel and one dependency hop from
-// the token's critical path (1.6-1.7 us each, twice a layer: kernel_profile, session 11) for one L2 read of x
-// per block. The scalar kernel's grid is a block per 4 work items, too many blocks to each read all of x:
-// its linears keep the norm kernel.
-constexpr int kNormFuseMaxCols = 6144; // x in shared memory: fp16 (12 KB) and its fp32 staging (24 KB)
-
-// The norm weights' lines into L1 ahead of the wait (constants: no dependency), costing no registers.
-__device__ __forceinline__ void fused_rmsnorm_prefetch(const MatvecParams &p)
-{
-    if (!p.norm_x) return;
-    for (int i = threadIdx.x * 32; i < p.cols; i += blockDim.x * 32) // 128-byte lines
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(p.norm_w + i));
-}
-
-// x = fp16(h * rsqrt(mean(h^2) + eps) * weight), as the rmsnorm kernel computes it, into shared memory (at
-// p.norm_smem: cols fp16, then cols fp32 of staging); by every thread of the block, after the dependency
-// wait. h is read from L2 once and staged in shared memory for the second pass rather than kept in
-// registers: the kernels' weights are in flight in registers here, and holding h as well cost the
-// tensor-core kernel a block per SM. Returns x.
-__device__ __forceinline__ const __half *fused_rmsnorm(const MatvecParams &p, unsigned char *smem)
-{
-    __shared__ float red[32];
-    __half *xs = reinterpret_cast<__half *>(smem + p.norm_smem);
-    float4 *h = reinterpret_cast<float4 *>(smem + p.norm_smem + (size_t)p.cols * 2);
-    const float4 *x4 = reinterpret_cast<const float4 *>(p.norm_x), *w4 = reinterpret_cast<const float4 *>(p.norm_w);
-    const int n4 = p.cols / 4, warps = blockDim.x / kWarp;
-    float s = 0.f;
-    for (int i = threadIdx.x; i < n4; i += blockDim.x) {
-        float4 t = __ldcg(x4 + i);
-        h[i] = t;
-        s += t.x * t.x + t.y * t.y + t.z * t.z + t.w * t.w;
-    }
-    s = warp_sum(s);
-    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
-    __syncthreads();
-    float total = 0.f;
-    for (int w = 0; w < warps; w++) total += red[w];
-    const float r = rsqrtf(total / p.cols + p.norm_eps);
-    for (int i = threadIdx.x; i < n4; i += blockDim.x) { // the elements this thread staged
-        float4 xv = h[i], g = __ldg(w4 + i);
-        __half2 lo = __floats2half2_rn(xv.x * r * g.x, xv.y * r * g.y), hi = __floats2half2_rn(xv.z * r * g.z, xv.w * r * g.w);
-        reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
-    }
-    __syncthreads();
-    return xs;
-}
-
-// 16 bytes of x at element offset i: from shared memory when the block normalized it (fused_rmsnorm), else
-// from global memory coherently (the previous kernel wrote it; the read-only path may be hoisted above the
-// dependency wait), through L1 or (L1 false) L2 only, as each kernel measured best.
-template <bool L1> __device__ __forceinline__ uint4 x16(const __half *x, bool in_smem, size_t i)
-{
-    if (in_smem) return *reinterpret_cast<const uint4 *>(x + i);
-    return L1 ? __ldca(reinterpret_cast<const uint4 *>(x + i)) : __ldcg(reinterpret_cast<const uint4 *>(x + i));
-}
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
 {
@@ -673,11 +609,8 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
         lane_item_load<DoubleQuant, R>(p, a, a.c0 + lane, cur);
     }
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
-    fused_rmsnorm_prefetch(p);
     __syncthreads();
     grid_dependency_wait();
-    const bool x_shared = p.norm_x != nullptr;
-    const __half *x = x_shared ? fused_rmsnorm(p, nf4_smem) : p.x;
     if (work >= total) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
@@ -702,7 +635,7 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
             // (__ldg) may be hoisted above the dependency wait, before the previous kernel wrote x.
             uint4 xh[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = x16<true>(x, x_shared, (size_t)c * E + 8 * i);
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
             float part[R];
             dot32_nf4_rows_checked<R>(cur.w[0], xh, nf4_smem, lane4, part);
 #pragma unroll

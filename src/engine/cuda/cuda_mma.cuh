@@ -144,19 +144,17 @@ __device__ __forceinline__ void mma_load_weights(const MatvecParams &p, const Mm
 // x is the previous kernel's output: read with ld.global.cg, not __ldg. The compiler may treat an __ldg
 // (ld.global.nc) as a load of invariant memory and hoist it above griddepcontrol.wait; it did for the
 // int8/fp8 kernels with one row tile (whole models went wrong with PDL and right without it).
-// x: p.x, or the block's normalized copy in shared memory (x_shared, fused_rmsnorm).
 template <int K, bool DQ, int RT>
-__device__ __forceinline__ void mma_load_x(const MatvecParams &p, const __half *x, bool x_shared, const MmaWork<K, RT> &t, int s, int g,
-                                           int q, MmaBatch<K, DQ, RT> &b)
+__device__ __forceinline__ void mma_load_x(const MatvecParams &p, const MmaWork<K, RT> &t, int s, int g, int q, MmaBatch<K, DQ, RT> &b)
 {
     if (s >= t.s1) return;
     if constexpr (K == W_I8X) {
         b.x[0] = __ldcg(reinterpret_cast<const uint4 *>(p.xq + (size_t)s * Mma<K>::step + q * Mma<K>::span));
     } else {
-        size_t at = (size_t)s * Mma<K>::step + q * Mma<K>::span;
+        const uint4 *x = reinterpret_cast<const uint4 *>(p.x + (size_t)s * Mma<K>::step + q * Mma<K>::span);
         bool mine = K != W_NF4 || g == q; // nf4: B column g holds lane g's span only
 #pragma unroll
-        for (int i = 0; i < Mma<K>::x_loads; i++) b.x[i] = mine ? x16<false>(x, x_shared, at + 8 * i) : make_uint4(0, 0, 0, 0);
+        for (int i = 0; i < Mma<K>::x_loads; i++) b.x[i] = mine ? __ldcg(x + i) : make_uint4(0, 0, 0, 0);
     }
 }
 
@@ -199,11 +197,8 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
         fill_nf4_pair_table(mma_smem, DQ);
         __syncthreads();
     }
-    fused_rmsnorm_prefetch(p);
     grid_dependency_wait();
-    const bool x_shared = K != W_I8X && p.norm_x != nullptr;
-    const __half *x = x_shared ? fused_rmsnorm(p, mma_smem) : p.x;
-    mma_load_x<K, DQ, RT>(p, x, x_shared, t, t.s0, g, q, cur);
+    mma_load_x<K, DQ, RT>(p, t, t.s0, g, q, cur);
 
     unsigned lane4 = (unsigned)lane * 4u;
     float acc[RT][2];
@@ -213,7 +208,7 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
     for (int s = t.s0; s < t.s1; s++) {
         MmaBatch<K, DQ, RT> next;
         mma_load_weights<K, DQ, RT>(p, t, s + 1, q, next);
-        mma_load_x<K, DQ, RT>(p, x, x_shared, t, s + 1, g, q, next);
+        mma_load_x<K, DQ, RT>(p, t, s + 1, g, q, next);
         const unsigned *xw = reinterpret_cast<const unsigned *>(cur.x);
         if constexpr (K == W_I8X) {
 #pragma unroll

@@ -258,14 +258,12 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 2) matvec_nf4_rows(cons
     RowsStep<DoubleQuant, R, U> cur;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
-    fused_rmsnorm_prefetch(p);
     __syncthreads();
     grid_dependency_wait();
-    const bool x_shared = p.norm_x != nullptr;
-    const __half *x = x_shared ? fused_rmsnorm(p, nf4_smem) : p.x;
     if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
+    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -283,7 +281,7 @@ __global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 2) matvec_nf4_rows(cons
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
             uint4 xh[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = x16<true>(x, x_shared, (size_t)(c + u) * 32 + 8 * i);
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
             dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
