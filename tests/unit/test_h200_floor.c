@@ -66,12 +66,15 @@ static void test_h200_results_above_the_physical_floor(void **state)
         if (n < 12 || strcmp(e->d_name + n - 12, ".energy.json")) continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        results += check_file(path);
+        int in_file = check_file(path);
+        print_message("%s: %d results\n", e->d_name, in_file);
+        assert_true(in_file >= 2); /* the fp16 baseline and at least one quantized precision */
+        results += in_file;
         files++;
     }
     closedir(d);
     assert_true(files >= 4);
-    assert_true(results >= 5 * files);
+    assert_true(results >= 4 * files);
 }
 
 int main(void)

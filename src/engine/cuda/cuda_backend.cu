@@ -121,12 +121,13 @@ constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
                              fmt_bit(ECO_PREC_NF4_DQ) | fmt_bit(ECO_PREC_FP8);
 // Formats on the tensor-core matvec unless ECO_CUDA_MMA says otherwise ("0"/"none", "all", or a comma list
-// of precision names; nf4 includes nf4-dq). int8, from bench_matvec / bench_engine on the H200
+// of precision names; nf4 includes nf4-dq). int8 only, from bench_matvec / bench_engine on the H200
 // (data/h200/README.md, session 6): Qwen2.5-7B int8 qkv, o and down 16-17% faster than the scalar kernel and
-// Llama-3.1-8B +4% a token; fp16, fp8 and LLM.int8 about even or slower then; nf4 much slower (its
-// shared-table decode and 64 KB fill per block). And fp16 since session 11, when the tensor-core kernel had
-// gained its shape rule: Llama-3.1-8B fp16 245.2 vs 237.3 tok/s (80.5% vs 77.7% of the roofline) side by side.
-constexpr unsigned kMmaByDefault = fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_FP16);
+// Llama-3.1-8B +4% a token; fp16, fp8 and LLM.int8 about even or slower; nf4 much slower (its shared-table
+// decode and 64 KB fill per block). fp16 again in session 11 (kernel_profile, side by side): Llama-3.1-8B
+// 4067 vs 4214 us a token on it (o, gate_up and down faster, qkv and lm_head slower), but Qwen2.5-7B 3913 vs
+// 3558 (every linear slower) and Qwen2.5-1.5B/3B 10-11% slower, so fp16 stays on the scalar kernel.
+constexpr unsigned kMmaByDefault = fmt_bit(ECO_PREC_INT8);
 
 // ECO_CUDA_MMA as a set of formats; false when it does not parse.
 bool parse_mma_formats(const char *v, unsigned *out)
