@@ -566,13 +566,11 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     /* table16 and lanes on the scalar matvec, rows on interleaved weights; "mma": the tensor-core one (fp32
      * accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows-regs", "mma"};
+    const char *decoders[] = {"table16", "lanes", "rows", "mma"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 5; d++) {
-        bool mma = !strcmp(decoders[d], "mma"), regs = !strcmp(decoders[d], "rows-regs");
-        setenv("ECO_CUDA_NF4", mma ? "table16" : regs ? "rows" : decoders[d], 1);
-        if (regs) setenv("ECO_CUDA_NF4_RING", "0", 1);
-        else unsetenv("ECO_CUDA_NF4_RING");
+    for (size_t d = 0; d < 4; d++) {
+        bool mma = !strcmp(decoders[d], "mma");
+        setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);
         for (size_t k = 0; k < 2; k++) {
             eco_qweight q;
@@ -589,7 +587,6 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
         }
     }
     unsetenv("ECO_CUDA_NF4");
-    unsetenv("ECO_CUDA_NF4_RING");
     unsetenv("ECO_CUDA_MMA");
     free(w);
     free(x);
