@@ -144,6 +144,10 @@ void eco_engine_workload_free(eco_engine_workload *wl);
  * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>").
  * ECO_EUNSUPPORTED for documents without a measured GPU meter (CPU runs, failed self-tests). Caller frees *out. */
 eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **out, size_t *count);
+/* The flags a row of that precision carries: its result's (throttled, hot, counter-instant-disagree, ...), then
+ * the same-run fp16 baseline's as "fp16:<flag>", space-separated ("" when none). A throttled baseline moves
+ * every ΔE of the run, so a reader of the row needs both. Cut at a whole flag to fit cap. */
+void eco_energy_record_flags(const json_t *doc, const char *precision, char *buf, size_t cap);
 
 /* Environment card pieces (recorded, never changed). */
 json_t *eco_env_gpu_json(const eco_gpu_card *card, const char *arch);

@@ -95,12 +95,14 @@ eco_err eco_store_query_records(eco_store *s, const eco_record_filter *filter, e
 /* Inserts or updates a record keyed by (origin, source, gpu, model, precision, batch): *inserted is true for a new
  * row, false for an existing one (updated in place when its content changed). The record is checked first. */
 eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted);
+/* The same, with the record's flags (eco_energy_record_flags for a run's rows; NULL = none). */
+eco_err eco_store_insert_flagged_record(eco_store *s, const eco_record *r, const char *flags, bool *inserted);
 
 /* Flags and quality attached to a record (NULL flags = ""), looked up by its source and precision. */
 typedef struct {
     char source[160];
     char precision[16];
-    char flags[64];        /* e.g. "fp16-back-derived" */
+    char flags[160];       /* e.g. "fp16-back-derived", or a run's "throttled fp16:throttled" */
     double ppl_fp16, ppl_quant; /* NAN when no quality row */
     char quality_corpus[80];
 } eco_record_extra;

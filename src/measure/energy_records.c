@@ -23,6 +23,27 @@ static const json_t *result_of(const json_t *doc, const char *precision)
     return NULL;
 }
 
+static void append_flags(const json_t *result, const char *prefix, char *buf, size_t cap)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(result, "flags"), i, f) {
+        const char *name = json_string_value(f);
+        if (!name) continue;
+        size_t at = strlen(buf);
+        int n = snprintf(buf + at, cap - at, "%s%s%s", at ? " " : "", prefix, name);
+        if (n < 0 || (size_t)n >= cap - at) { buf[at] = '\0'; return; } // whole flags only
+    }
+}
+
+void eco_energy_record_flags(const json_t *doc, const char *precision, char *buf, size_t cap)
+{
+    if (!cap) return;
+    buf[0] = '\0';
+    append_flags(result_of(doc, precision), "", buf, cap);
+    append_flags(result_of(doc, "fp16"), "fp16:", buf, cap);
+}
+
 eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **out, size_t *count)
 {
     *out = NULL;

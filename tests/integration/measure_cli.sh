@@ -42,6 +42,11 @@ json "$T/capped.json" "d.windows.every(w => w.sm_mhz_min===1410 && w.sm_mhz_mean
 json "$T/capped.json" "d.results.every(r => r.flags.includes('throttled'))"
 grep -q "SM clock in the windows: fp16 min 1410" "$T/capped.md" || fail "report lacks the clocks in the windows"
 grep -q "clock events: sw_power_cap" "$T/capped.md" || fail "report lacks the power cap"
+# Imported as a run, its row keeps the flags of its result and of the fp16 baseline (every ΔE of the run leans on it).
+"$ECO" import --db "$T/capped.db" --run "$T/capped.json" >/dev/null || fail "capped run import failed"
+"$ECO" export --db "$T/capped.db" --format json | node -e 'const r=JSON.parse(require("fs").readFileSync(0));const x=(r.records||r)[0];
+  if (!(x.flags||"").split(" ").includes("throttled") || !(x.flags||"").split(" ").includes("fp16:throttled")) { console.error("flags: "+x.flags); process.exit(1); }' \
+  || fail "a throttled run's row lost its flags"
 
 "$ECO" report "$T/fake.json" | grep -q "Engine design" && fail "a CPU run's report names a CUDA kernel design"
 # A GPU run's report names the kernel design it measured (software.engine_design).

@@ -229,6 +229,38 @@ static void test_bad_options(void **state)
     assert_null(m);
 }
 
+/* A run's rows carry their result's flags and the fp16 baseline's, prefixed, cut only between whole flags. */
+static void test_run_rows_carry_result_and_baseline_flags(void **state)
+{
+    (void)state;
+    json_error_t err;
+    json_t *doc = json_loads("{\"results\": ["
+                             "{\"precision\": \"fp16\", \"flags\": [\"throttled\", \"hot\"]},"
+                             "{\"precision\": \"nf4\", \"flags\": [\"counter-instant-disagree\"]},"
+                             "{\"precision\": \"int8\", \"flags\": []},"
+                             "{\"precision\": \"fp8\"}]}",
+                             0, &err);
+    assert_non_null(doc);
+    char buf[160];
+    eco_energy_record_flags(doc, "nf4", buf, sizeof buf);
+    assert_string_equal(buf, "counter-instant-disagree fp16:throttled fp16:hot");
+    eco_energy_record_flags(doc, "int8", buf, sizeof buf);
+    assert_string_equal(buf, "fp16:throttled fp16:hot");
+    eco_energy_record_flags(doc, "fp8", buf, sizeof buf); /* no flags array: the baseline's only */
+    assert_string_equal(buf, "fp16:throttled fp16:hot");
+    eco_energy_record_flags(doc, "int8-mixed", buf, sizeof buf); /* no such result */
+    assert_string_equal(buf, "fp16:throttled fp16:hot");
+    eco_energy_record_flags(doc, "nf4", buf, 40); /* room for the first two flags only */
+    assert_string_equal(buf, "counter-instant-disagree fp16:throttled");
+    eco_energy_record_flags(doc, "nf4", buf, 10); /* not even the first */
+    assert_string_equal(buf, "");
+    json_decref(doc);
+    doc = json_loads("{\"results\": [{\"precision\": \"fp16\", \"flags\": []}, {\"precision\": \"nf4\", \"flags\": []}]}", 0, &err);
+    eco_energy_record_flags(doc, "nf4", buf, sizeof buf);
+    assert_string_equal(buf, "");
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_no_meter_marks_energy_unavailable),
         cmocka_unit_test_teardown(test_failed_self_test_measures_without_energy, close_meter),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_run_rows_carry_result_and_baseline_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
