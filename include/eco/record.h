@@ -47,6 +47,8 @@ typedef struct {
     bool synthetic_weights;    /* weights were synthetic (real shapes, random values) */
     bool single_trial;         /* n_trials < 2 */
     char note[448];
+    char flags[96];            /* as stored ("fp16-back-derived", a run's "throttled fp16:throttled"); read back by
+                                * queries, written from the store's import metadata, not from this field */
 } eco_record;
 
 /* (E_quant - E_fp16) / E_fp16 * 100; negative = quantization saves energy. */

@@ -22,6 +22,22 @@ __attribute__((format(printf, 2, 3))) static void note(eco_estimate *e, const ch
     va_end(ap);
 }
 
+/* The measurements behind a measured estimate that carry flags, by source: "throttled fp16:throttled" on a run
+ * means its fp16 baseline ran at the power cap, which moves its ΔE. */
+static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
+{
+    char list[ECO_EST_NOTE_BYTES] = "";
+    size_t flagged = 0, at = 0;
+    for (size_t k = 0; k < hits; k++) {
+        const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
+        if (!a->flags[0]) continue;
+        flagged++;
+        int n = snprintf(list + at, sizeof list - at, "%s%s (%s)", at ? "; " : "", a->source, a->flags);
+        if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
+    }
+    if (flagged) note(e, "%zu of %zu measurement(s) at this size carry flags: %s", flagged, hits, list);
+}
+
 /* ---- batch amortisation: the measured A800 sweep (Mistral-7B, pure INT8, 10 runs per batch), J per 1k tokens,
  * from shared/reference/a800_batchsize_pure_int8_summary_20260215.csv (energy_per_1k_tokens_j mean) ---- */
 static const int sweep_batch[] = {1, 2, 4, 8, 16, 32, 64};
@@ -192,6 +208,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         e->hi_pct = mx + 1.96 * sig;
         if (hits > 1) note(e, "%zu measurements at this size (%.1f to %.1f points); the value is their trial-weighted mean", hits, mn, mx);
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
+        flagged_note(e, c, hits);
     } else {
         double lo, hi;
         eco_curve_band95(c, N, &lo, &hi);

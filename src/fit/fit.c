@@ -360,6 +360,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
         snprintf(a->gpu, sizeof a->gpu, "%s", r->gpu);
         snprintf(a->session, sizeof a->session, "%s", r->session);
         snprintf(a->source, sizeof a->source, "%s", r->source);
+        snprintf(a->flags, sizeof a->flags, "%s", r->flags);
         char sess[96];
         snprintf(sess, sizeof sess, "%s", r->session);
         if (sess[0] && c->n_sessions < ECO_FIT_MAX_SESSIONS) {

@@ -111,7 +111,9 @@ static json_t *energy_value(void)
 static json_t *anchor(void)
 {
     return obj("params_b", t("number"), "delta_pct", t("number"), "weight", t("number"), "n_trials", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1),
-               "model", t("string"), "gpu", t("string"), "session", t("string"), "source", t("string"), "cv_pct", tnull("number"), NULL);
+               "model", t("string"), "gpu", t("string"), "session", t("string"), "source", t("string"), "cv_pct", tnull("number"),
+               "flags", described(t("string"), "the measurement's flags, space-separated (\"\" when none); on a run's rows \"fp16:<flag>\" is its fp16 baseline's"),
+               NULL);
 }
 
 static json_t *estimate_response(void)

@@ -55,5 +55,7 @@ void store_filter_bind(sqlite3_stmt *st, const eco_record_filter *f, int first);
     "gpu, arch, vram_gb, model, params_b, precision, batch, e_fp16_mj, e_quant_mj, e_fp16_sd_mj, e_quant_sd_mj, "  \
     "cv_pct, n_trials, n_iterations, tokens, basis, method, backend, origin, session, source, synthetic_weights, " \
     "single_trial, note"
+/* What store_read_record reads: the stored columns and the flags. */
+#define STORE_RECORD_SELECT STORE_RECORD_COLUMNS ", flags"
 
 #endif

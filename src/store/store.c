@@ -426,6 +426,7 @@ void store_read_record(sqlite3_stmt *st, eco_record *r)
     r->synthetic_weights = sqlite3_column_int(st, i++) != 0;
     r->single_trial = sqlite3_column_int(st, i++) != 0;
     store_column_text(st, i++, r->note, sizeof r->note);
+    store_column_text(st, i++, r->flags, sizeof r->flags);
 }
 
 size_t store_filter_sql(const eco_record_filter *f, char *where, size_t cap)
@@ -587,7 +588,7 @@ eco_err eco_store_query_records(eco_store *s, const eco_record_filter *filter, e
     if (e) return e;
     char where[512], sql[1024];
     store_filter_sql(filter, where, sizeof where);
-    snprintf(sql, sizeof sql, "SELECT " STORE_RECORD_COLUMNS " FROM records%s ORDER BY arch, precision, params_b, gpu, "
+    snprintf(sql, sizeof sql, "SELECT " STORE_RECORD_SELECT " FROM records%s ORDER BY arch, precision, params_b, gpu, "
              "source_file, source_line, source, model, batch", where);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return store_db_fail(s, "querying records");

@@ -238,6 +238,36 @@ static void test_labels_at_boundaries(void **state)
     free(set);
 }
 
+/* A measured estimate names the measurements at its size that carry flags, with their sources; unflagged ones
+ * add no note; the flags reach the anchors from the records. */
+static void test_flagged_measurements_are_named(void **state)
+{
+    (void)state;
+    eco_record rows[6];
+    static const double sizes[] = {1, 2, 3, 3, 5, 7};
+    for (int i = 0; i < 6; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], 30 - 5 * i, 3, "m");
+    snprintf(rows[3].source, sizeof rows[3].source, "run.energy.json#nf4");
+    snprintf(rows[3].flags, sizeof rows[3].flags, "throttled fp16:throttled");
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.n_anchors, 2);
+    bool named = false;
+    for (size_t i = 0; i < e.n_notes; i++)
+        named |= strstr(e.notes[i], "1 of 2 measurement(s) at this size carry flags: run.energy.json#nf4 (throttled fp16:throttled)") != NULL;
+    assert_true(named);
+    q.params_b = 5.0; /* a measured size without flags: no such note */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    for (size_t i = 0; i < e.n_notes; i++) assert_null(strstr(e.notes[i], "carry flags"));
+    free(set);
+}
+
 static void test_unknown_gpu(void **state)
 {
     (void)state;
@@ -441,7 +471,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
-        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
+        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };

@@ -45,6 +45,7 @@ static int setup(void **state)
     make_row(&rows[6], "ampere", ECO_PREC_INT8_MIXED, 9.0, 117, "Yi-1.5-9B");
     make_row(&rows[7], "ampere", ECO_PREC_INT8_MIXED, 14.0, 107, "Qwen2.5-14B");
     make_row(&rows[8], "ampere", ECO_PREC_NF4, 7.0, -4, "Mistral-7B");
+    snprintf(rows[3].flags, sizeof rows[3].flags, "throttled fp16:throttled"); /* kept through the round trip */
     eco_curve_set *set = malloc(sizeof *set);
     eco_fit_options o;
     eco_fit_options_default(&o);
@@ -95,6 +96,18 @@ static void test_curves_deterministic_and_round_trip(void **state)
     assert_int_equal(eco_curves_write_file(set, curves_path2), ECO_OK);
     char *c = slurp(curves_path2);
     assert_string_equal(a, c);
+    assert_non_null(strstr(a, "\"flags\": \"throttled fp16:throttled\""));
+    /* an anchor without flags (curves written before they had them) reads as none; a non-string is refused */
+    json_error_t jerr0;
+    json_t *old = json_loads(a, 0, &jerr0);
+    json_t *anchor0 = json_array_get(json_object_get(json_array_get(json_object_get(old, "curves"), 0), "anchors"), 0);
+    json_object_del(anchor0, "flags");
+    assert_int_equal(eco_curves_from_json(old, set), ECO_OK);
+    assert_string_equal(set->curves[0].anchors[0].flags, "");
+    json_object_set_new(anchor0, "flags", json_integer(3));
+    assert_int_equal(eco_curves_from_json(old, set), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "curves[0].anchors[0].flags"));
+    json_decref(old);
     /* corrupted documents are refused with the path of the bad value */
     json_error_t jerr;
     json_t *doc = json_loads(a, 0, &jerr);

@@ -184,7 +184,8 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
     return 0;
 }
 
-/* str: 0 model, 1 gpu, 2 session, 3 source; f64: 0 params_b, 1 delta_pct, 2 sd_pct, 3 cv_pct, 4 weight, 5 n_trials */
+/* str: 0 model, 1 gpu, 2 session, 3 source, 4 flags ("" when none); f64: 0 params_b, 1 delta_pct, 2 sd_pct, 3 cv_pct,
+ * 4 weight, 5 n_trials */
 EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
 {
     eco_curve *c = cur_curve();
@@ -199,6 +200,7 @@ EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
     TRY(copy_str(a->gpu, sizeof a->gpu, 1, "anchor gpu"));
     TRY(copy_str(a->session, sizeof a->session, 2, "anchor session"));
     TRY(copy_str(a->source, sizeof a->source, 3, "anchor source"));
+    TRY(copy_str(a->flags, sizeof a->flags, 4, "anchor flags"));
     c->n_anchors++;
     return 0;
 }
@@ -311,7 +313,7 @@ static void anchor_json(const eco_anchor *a)
     obj();
     knum("params_b", a->params_b); knum("delta_pct", a->delta_pct); knum("weight", a->weight);
     kint("n_trials", a->n_trials); kstr("model", a->model); kstr("gpu", a->gpu); kstr("session", a->session);
-    kstr("source", a->source); knum("cv_pct", a->cv_pct);
+    kstr("source", a->source); knum("cv_pct", a->cv_pct); kstr("flags", a->flags);
     end_obj();
 }
 
