@@ -98,8 +98,8 @@ static Role *role_of(Role *roles, int *n, const char *name)
 }
 
 /* Roles within one token: the i-th matvec of a layer is qkv, o, gate_up, down; the last one is lm_head. A
- * norm is named by the matvec after it (qkv: attn, gate_up: mlp, lm_head: final): where a matvec computes
- * its RMSNorm itself there is no norm kernel to count. */
+ * norm is named by the matvec after it (qkv: attn, gate_up: mlp, lm_head: final), so the names hold for a
+ * design with fewer norm kernels than matvecs (the fused-norm build of session 11 had none before some). */
 static void assign_roles(KernelSpan *s, size_t n, int layers)
 {
     int mv = 0;

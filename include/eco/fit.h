@@ -61,7 +61,7 @@ typedef struct {
     double weight;   /* normalised to mean 1 over the curve's anchors */
     int n_trials;
     char model[64], gpu[64], session[64], source[160];
-    char flags[96]; /* the record's ("" when none): a throttled baseline or a disagreeing meter, shown with the estimate */
+    char flags[160]; /* the record's ("" when none): a throttled baseline or a disagreeing meter, shown with the estimate */
 } eco_anchor;
 
 typedef struct {

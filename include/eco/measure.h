@@ -141,7 +141,8 @@ eco_workload eco_engine_workload_iface(eco_engine_workload *wl);
 void eco_engine_workload_free(eco_engine_workload *wl);
 
 /* Dataset rows of a measured energy.json: one eco_record per quantized precision against the same-run fp16
- * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>").
+ * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>", flags
+ * from eco_energy_record_flags).
  * ECO_EUNSUPPORTED for documents without a measured GPU meter (CPU runs, failed self-tests). Caller frees *out. */
 eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **out, size_t *count);
 /* The flags a row of that precision carries: its result's (throttled, hot, counter-instant-disagree, ...), then

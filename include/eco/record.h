@@ -47,8 +47,8 @@ typedef struct {
     bool synthetic_weights;    /* weights were synthetic (real shapes, random values) */
     bool single_trial;         /* n_trials < 2 */
     char note[448];
-    char flags[96];            /* as stored ("fp16-back-derived", a run's "throttled fp16:throttled"); read back by
-                                * queries, written from the store's import metadata, not from this field */
+    char flags[160];           /* space-separated: a reference row's "fp16-back-derived", a run's "throttled
+                                * fp16:throttled" (eco_energy_record_flags); "" when none */
 } eco_record;
 
 /* (E_quant - E_fp16) / E_fp16 * 100; negative = quantization saves energy. */

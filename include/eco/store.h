@@ -95,8 +95,6 @@ eco_err eco_store_query_records(eco_store *s, const eco_record_filter *filter, e
 /* Inserts or updates a record keyed by (origin, source, gpu, model, precision, batch): *inserted is true for a new
  * row, false for an existing one (updated in place when its content changed). The record is checked first. */
 eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted);
-/* The same, with the record's flags (eco_energy_record_flags for a run's rows; NULL = none). */
-eco_err eco_store_insert_flagged_record(eco_store *s, const eco_record *r, const char *flags, bool *inserted);
 
 /* Flags and quality attached to a record (NULL flags = ""), looked up by its source and precision. */
 typedef struct {

@@ -153,9 +153,7 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
         rc = 0;
         for (size_t i = 0; i < n && !rc; i++) {
             bool ins = false;
-            char flags[160];
-            eco_energy_record_flags(j, eco_precision_name(rows[i].precision), flags, sizeof flags);
-            if (eco_store_insert_flagged_record(s, &rows[i], flags, &ins)) {
+            if (eco_store_insert_record(s, &rows[i], &ins)) {
                 fprintf(stderr, "eco import: %s\n", eco_last_error());
                 rc = 1;
             }

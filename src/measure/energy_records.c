@@ -95,6 +95,7 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         snprintf(r->source, sizeof r->source, "%s#%s", source, pname);
         r->synthetic_weights = str(w, "source") && !strcmp(str(w, "source"), "synthetic");
         r->single_trial = r->n_trials < 2;
+        eco_energy_record_flags(doc, pname, r->flags, sizeof r->flags);
         /* The kernel design moves energy as much as a format can: a reader of the row needs it. */
         const char *design = str(sw, "engine_design");
         snprintf(r->note, sizeof r->note, "eco measure (%s): decode energy from the NVML counter, prefill excluded, %d blocks "

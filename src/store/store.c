@@ -380,17 +380,15 @@ eco_err store_upsert_record(eco_store *s, const eco_record *r, const store_recor
     return ECO_OK;
 }
 
-eco_err eco_store_insert_flagged_record(eco_store *s, const eco_record *r, const char *flags, bool *inserted)
+eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted)
 {
     store_upsert res = STORE_INSERTED;
     store_record_meta meta = {0};
-    meta.flags = flags;
+    meta.flags = r->flags;
     eco_err e = store_upsert_record(s, r, &meta, &res, NULL);
     if (inserted) *inserted = !e && res == STORE_INSERTED;
     return e;
 }
-
-eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted) { return eco_store_insert_flagged_record(s, r, NULL, inserted); }
 
 void store_read_record(sqlite3_stmt *st, eco_record *r)
 {

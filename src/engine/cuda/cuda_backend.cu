@@ -718,14 +718,20 @@ constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
 
 // The nf4 decoders' grids for tests and A/Bs: ECO_CUDA_NF4_BLOCKS (blocks; 0: what fits) and
 // ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp).
-// For A/Bs of the size rule: ECO_CUDA_NF4_LANES_MIN and ECO_CUDA_NF4_ROWS_MIN_RESIDUAL, in 2^20 weights.
+// The size rule's two thresholds in 2^20 weights, moved for A/Bs by ECO_CUDA_NF4_LANES_MIN and
+// ECO_CUDA_NF4_ROWS_MIN_RESIDUAL.
+eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
+{
+    eco_err e = env_int("ECO_CUDA_NF4_LANES_MIN", 0, 1 << 20, (int)(kNf4LanesMinWeights >> 20), "2^20 weights", lanes_m);
+    return e ? e : env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", residual_m);
+}
+
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
-    if (!e) e = env_int("ECO_CUDA_NF4_LANES_MIN", 0, 1 << 20, (int)(kNf4LanesMinWeights >> 20), "2^20 weights", &lanes_m);
-    if (!e) e = env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", &residual_m);
+    if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
 }
@@ -1797,21 +1803,19 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
     free(seen);
     if (e) return e;
     long chunks = cols / 32, total = (long)groups * chunks;
-    {
-        const long u = kNf4RowsU;
-        RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u);
-        if (sh.per % u || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
-            return eco_fail(ECO_ESTATE, "steps of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, sh.per, sh.used,
-                            warps, total);
-        for (long g = 0; g < groups; g++) {
-            long first, last, covering = 0;
-            rows_group_warps(g, chunks, sh.per, &first, &last);
-            for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
-                covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
-            if (covering != last - first + 1 || covering > sh.slots || first > last)
-                return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
-                                covering, first, last, sh.slots);
-        }
+    const long u = kNf4RowsU; // whole steps
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u);
+    if (sh.per % u || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
+        return eco_fail(ECO_ESTATE, "steps of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, sh.per, sh.used,
+                        warps, total);
+    for (long g = 0; g < groups; g++) {
+        long first, last, covering = 0;
+        rows_group_warps(g, chunks, sh.per, &first, &last);
+        for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
+            covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
+        if (covering != last - first + 1 || covering > sh.slots || first > last)
+            return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
+                            covering, first, last, sh.slots);
     }
     return ECO_OK;
 }
@@ -1840,11 +1844,9 @@ void eco_cuda_design(char *buf, size_t cap)
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
     char nf4[320] = "fp32 table";
-    // the size rule's thresholds in 2^20 weights (as set for A/Bs; a value that does not parse fails the engine)
-    int lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
-    const char *lanes_env = getenv("ECO_CUDA_NF4_LANES_MIN"), *residual_env = getenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL");
-    if (lanes_env) parse_int_in(lanes_env, 0, 1 << 20, &lanes_m);
-    if (residual_env) parse_int_in(residual_env, 0, 1 << 20, &residual_m);
+    // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
+    int lanes_m, residual_m;
+    if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
     if (d.nf4_lanes && d.nf4_lanes_any_size)
         snprintf(nf4, sizeof nf4, "fp16 pairs from per-lane tables (%d blocks/SM) everywhere", d.nf4_occ);
     else if (d.nf4_lanes)
