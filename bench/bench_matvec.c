@@ -3,8 +3,10 @@
  * bandwidth it reaches against the streaming read bandwidth measured in the same run. The engine's
  * defaults per format (default_shape in src/engine/cuda/cuda_backend.cu) come from this table.
  * usage: bench_matvec [--models Qwen2.5-7B,Qwen2.5-14B] [--precisions fp16,int8,...] [--fp8-bits]
- *                     [--shape R,U] [--linear qkv|o|gate_up|down]
- * --shape and --linear time one kernel shape and one linear only (a profiler then sees only that kernel). */
+ *                     [--shape R,U] [--linear qkv|o|gate_up|down] [--dims ROWSxCOLS,...]
+ * --shape and --linear time one kernel shape and one linear only (a profiler then sees only that kernel).
+ * --dims times bare linears (plain store, the engine's default shape per format) of the given sizes instead
+ * of model layers, with each one's share of the streaming bandwidth: row strides side by side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +34,40 @@ static int time_one(eco_precision p, int rows, int cols, int r, int u, int s, in
     return 0;
 }
 
+/* Bare linears of the sizes in dims ("ROWSxCOLS,..."), per precision, at one shape (R,U; 4,1 unless given). */
+static int time_dims(const char *dims, const char *precs, int r, int u, int fp8_hw, double bw)
+{
+    if (!r) r = 4, u = 1;
+    printf("bare linears, R,U = %d,%d, one column slice; %% of the streaming bandwidth\n", r, u);
+    printf("  %-10s %14s %10s %10s %10s\n", "precision", "rows x cols", "row bytes", "us", "% of bw");
+    char pbuf[256];
+    snprintf(pbuf, sizeof pbuf, "%s", precs);
+    for (char *ps = NULL, *pname = strtok_r(pbuf, ",", &ps); pname; pname = strtok_r(NULL, ",", &ps)) {
+        eco_precision p;
+        if (eco_precision_parse(pname, &p)) { fprintf(stderr, "%s\n", eco_last_error()); return 2; }
+        char dbuf[512];
+        snprintf(dbuf, sizeof dbuf, "%s", dims);
+        for (char *ds = NULL, *d = strtok_r(dbuf, ",", &ds); d; d = strtok_r(NULL, ",", &ds)) {
+            int rows, cols;
+            if (sscanf(d, "%dx%d", &rows, &cols) != 2 || rows < 2 || cols < 64) {
+                fprintf(stderr, "bench_matvec: --dims wants ROWSxCOLS[,ROWSxCOLS...], got %s\n", d);
+                return 2;
+            }
+            double us, gb;
+            if (time_one(p, rows, cols, r, u, 1, fp8_hw, &us, &gb)) return 1;
+            double bytes = (double)eco_precision_weight_bytes(p, (uint64_t)rows, (uint64_t)cols);
+            printf("  %-10s %6d x %-6d %10.0f %10.2f %9.1f%%\n", pname, rows, cols, bytes / rows, us, 100.0 * bytes / (us * 1e-6) / 1e9 / bw);
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *models = "Qwen2.5-7B,Qwen2.5-14B", *precs = "fp16,int8,int8-mixed,nf4,fp8";
     int fp8_hw = 1, only_r = 0, only_u = 0;
-    const char *only_linear = NULL;
+    const char *only_linear = NULL, *dims = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) precs = argv[++i];
@@ -44,6 +75,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%d,%d", &only_r, &only_u) != 2) { fprintf(stderr, "bench_matvec: --shape wants R,U\n"); return 2; }
         } else if (!strcmp(argv[i], "--linear") && i + 1 < argc) only_linear = argv[++i];
+        else if (!strcmp(argv[i], "--dims") && i + 1 < argc) dims = argv[++i];
         else { fprintf(stderr, "bench_matvec: unknown argument %s\n", argv[i]); return 2; }
     }
     char device[256];
@@ -54,6 +86,7 @@ int main(int argc, char **argv)
     }
     printf("device: %s\nmeasured streaming read bandwidth: %.1f GB/s\n", device, bw);
     printf("each figure: best of 5 graph replays, weights rotating over > 1 GiB; layer = qkv + o + gate_up + down\n");
+    if (dims) return time_dims(dims, precs, only_r, only_u, fp8_hw, bw);
     char mbuf[256];
     snprintf(mbuf, sizeof mbuf, "%s", models);
     for (char *ms = NULL, *mname = strtok_r(mbuf, ",", &ms); mname; mname = strtok_r(NULL, ",", &ms)) {

@@ -249,6 +249,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
             compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
     }
     unsetenv("ECO_CUDA_MATVEC");
+    /* fp16 on the warp-per-row kernel with rows of 2048 and 16384 columns (4 and 32 KB) */
+    compare_config(wide(), ECO_PREC_FP16, 0.9999);
     /* every linear on the tensor-core matvec (fp16 since session 11 by default for big linears) and nf4 on
      * the row-per-lane decoder, qkv, gate_up and lm_head included */
     setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);
@@ -505,50 +507,58 @@ static double worst_kernel_error(const eco_qweight *q, const float *x)
 }
 
 /* Each format's kernel on one linear against eco_qmatvec, rows not a multiple of the rows per warp, residual
- * epilogue with column slices: fp32 accumulation everywhere, so only summation order differs. */
+ * epilogue with column slices: fp32 accumulation everywhere, so only summation order differs. Rows of 1024
+ * and 2048 columns (a warp of the tensor-core matvec with one warp per tile walks 32 or 64 steps); every
+ * case is printed before the test fails, so one run shows all that disagree. */
 static void test_kernels_match_cpu_matvec(void **state)
 {
     (void)state;
     if (!have_device() || !eco_cuda_qmatvec) skip();
-    const uint64_t rows = 202, cols = 1024;
-    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
-    assert_non_null(w);
-    assert_non_null(x);
-    uint32_t h = 777;
-    for (uint64_t i = 0; i < rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
-    for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 4.f + (j % 97 == 5 ? 9.f : 0.f); /* a few LLM.int8 outliers */
+    const uint64_t rows = 202, widths[] = {1024, 2048};
     const struct { eco_precision p; double tol; } cases[] = {
         {ECO_PREC_FP16, 1e-5}, {ECO_PREC_INT8, 1e-5}, {ECO_PREC_INT8_MIXED, 1e-3},
         {ECO_PREC_NF4, 1e-5},  {ECO_PREC_NF4_DQ, 1e-5}, {ECO_PREC_FP8, 1e-5},
     };
     const char *mma_shapes[] = {NULL, NULL, "1,1,1", "1,2,1", "1,4,1", "1,8,1", "2,1,1", "2,4,2", "1,8,4"};
-    for (int mi = 0; mi < 9; mi++) {
-        int mma = mi > 0;
-        setenv("ECO_CUDA_MMA", mma ? "all" : "none", 1);
-        if (mma_shapes[mi]) setenv("ECO_CUDA_MMA_SHAPE", mma_shapes[mi], 1);
-        else unsetenv("ECO_CUDA_MMA_SHAPE");
-        if (mma) print_message("ECO_CUDA_MMA_SHAPE=%s\n", mma_shapes[mi] ? mma_shapes[mi] : "(auto)");
-        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-            eco_qweight q;
-            assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
-            bool nf4 = cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ;
-            /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
-             * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
-            for (int table = 0; table <= (nf4 && !mma); table++) {
-                if (nf4 && !mma) setenv("ECO_CUDA_NF4", table ? "table16" : "rows", 1);
-                double err = worst_kernel_error(&q, x), tol = nf4 && !table ? 3e-4 : cases[k].tol;
-                print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e\n", eco_precision_name(cases[k].p),
-                              mma ? "mma   " : table ? "table " : "scalar", err);
-                assert_true(err < tol);
-                unsetenv("ECO_CUDA_NF4");
+    int failures = 0;
+    for (size_t wi = 0; wi < 2; wi++) {
+        const uint64_t cols = widths[wi];
+        float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
+        assert_non_null(w);
+        assert_non_null(x);
+        uint32_t h = 777;
+        for (uint64_t i = 0; i < rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
+        for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 4.f + (j % 97 == 5 ? 9.f : 0.f); /* a few LLM.int8 outliers */
+        for (int mi = 0; mi < 9; mi++) {
+            int mma = mi > 0;
+            setenv("ECO_CUDA_MMA", mma ? "all" : "none", 1);
+            if (mma_shapes[mi]) setenv("ECO_CUDA_MMA_SHAPE", mma_shapes[mi], 1);
+            else unsetenv("ECO_CUDA_MMA_SHAPE");
+            print_message("%llu columns, %s\n", (unsigned long long)cols, !mma ? "warp per row" : mma_shapes[mi] ? mma_shapes[mi] : "mma (auto)");
+            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+                eco_qweight q;
+                assert_int_equal(eco_quantize(cases[k].p, w, rows, cols, NULL, &q), ECO_OK);
+                bool nf4 = cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ;
+                /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
+                 * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
+                for (int table = 0; table <= (nf4 && !mma); table++) {
+                    if (nf4 && !mma) setenv("ECO_CUDA_NF4", table ? "table16" : "rows", 1);
+                    double err = worst_kernel_error(&q, x), tol = nf4 && !table ? 3e-4 : cases[k].tol;
+                    bool ok = err < tol;
+                    failures += !ok;
+                    print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
+                                  mma ? "mma   " : table ? "table " : "scalar", err, ok ? "" : "  FAILS");
+                    unsetenv("ECO_CUDA_NF4");
+                }
+                eco_qweight_free(&q);
             }
-            eco_qweight_free(&q);
         }
+        free(w);
+        free(x);
     }
     unsetenv("ECO_CUDA_MMA");
     unsetenv("ECO_CUDA_MMA_SHAPE");
-    free(w);
-    free(x);
+    assert_int_equal(failures, 0);
 }
 
 /* nf4 by fp16 pair products: a 32-weight partial that overflows fp16 (x near the fp16 limit, weights of one
