@@ -50,7 +50,7 @@ grep -q "clock events: sw_power_cap" "$T/capped.md" || fail "report lacks the po
 
 "$ECO" report "$T/fake.json" | grep -q "Engine design" && fail "a CPU run's report names a CUDA kernel design"
 # A GPU run's report names the kernel design it measured (software.engine_design).
-H200="$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-7b.energy.json"
+H200="$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json"
 DESIGN=$(node -e 'const d=JSON.parse(require("fs").readFileSync(process.argv[1]));process.stdout.write(d.software.engine_design||"")' "$H200")
 case "$DESIGN" in graph*) ;; *) fail "h200 energy.json has no engine_design ('$DESIGN')";; esac
 "$ECO" report "$H200" | grep -qF -- "- Engine design: $DESIGN" || fail "report lacks the engine design"
@@ -69,8 +69,8 @@ if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail 
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
 "$ECO" export --db "$T/eco.db" --format csv | grep -q "nvml-energy-counter" || fail "run row not exported"
 # A GPU run's rows name the kernel design they were measured with.
-"$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-7b.energy.json" >/dev/null || fail "H200 run import failed"
-"$ECO" export --db "$T/eco.db" --format csv | grep "Qwen2.5-7B" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
+"$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json" >/dev/null || fail "H200 run import failed"
+"$ECO" export --db "$T/eco.db" --format csv | grep "Llama-3.1-8B" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 
