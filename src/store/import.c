@@ -546,7 +546,8 @@ static eco_err import_measured(ctx *x, const manifest_entry *entries, size_t n_e
             continue;
         }
         if ((e = session_from_entry(x, m, r.gpu, r.arch, NULL))) return e;
-        store_record_meta meta = {x->file, row.line, m->flags, src_note};
+        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
+        store_record_meta meta = {x->file, row.line, src_note};
         store_upsert res;
         if ((e = store_upsert_record(x->s, &r, &meta, &res, NULL))) return e;
         count(x, res);
@@ -657,7 +658,8 @@ static eco_err import_paired(ctx *x, const manifest_entry *m, const header *h, e
         snprintf(part, sizeof part, "run %s; model %s", fld(&row, col(h, "run_id")), sr.hf_model);
         note_add(sr.r.note, sizeof sr.r.note, part);
         if ((e = session_from_entry(x, m, sr.r.gpu, sr.r.arch, sr.software))) return e;
-        store_record_meta meta = {x->file, row.line, m->flags, fld(&row, col(h, "session"))};
+        snprintf(sr.r.flags, sizeof sr.r.flags, "%s", m->flags);
+        store_record_meta meta = {x->file, row.line, fld(&row, col(h, "session"))};
         store_upsert res;
         int64_t id = 0;
         if ((e = store_upsert_record(x->s, &sr.r, &meta, &res, &id))) return e;
@@ -732,7 +734,8 @@ static eco_err import_replicates(ctx *x, const manifest_entry *m, const header *
         note_add(r.note, sizeof r.note, m->note);
         if (!ppl_same) note_add(r.note, sizeof r.note, "perplexity differs across replicates: first kept");
         if ((e = session_from_entry(x, m, r.gpu, r.arch, rows[i].software))) break;
-        store_record_meta meta = {x->file, first, m->flags, ""};
+        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
+        store_record_meta meta = {x->file, first, ""};
         store_upsert res;
         int64_t id = 0;
         if ((e = store_upsert_record(x->s, &r, &meta, &res, &id))) break;
@@ -1003,7 +1006,8 @@ static eco_err import_config_table(ctx *x, const manifest_entry *m, const header
         else note_add(r.note, sizeof r.note, "n_trials not given: 1 assumed");
         note_add(r.note, sizeof r.note, m->note);
         if ((e = session_from_entry(x, m, r.gpu, r.arch, NULL))) goto out;
-        store_record_meta meta = {x->file, q->line, m->flags, ""};
+        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
+        store_record_meta meta = {x->file, q->line, ""};
         store_upsert res;
         int64_t id = 0;
         if ((e = store_upsert_record(x->s, &r, &meta, &res, &id))) goto out;

@@ -36,7 +36,6 @@ typedef enum { STORE_INSERTED = 0, STORE_UPDATED, STORE_UNCHANGED } store_upsert
 typedef struct {
     const char *source_file; /* file name without folder, "" for runs */
     size_t source_line;
-    const char *flags;       /* "fp16-back-derived", ... */
     const char *raw_note;    /* the source's own note, kept whole */
 } store_record_meta;
 

@@ -270,7 +270,7 @@ static void record_hash(const eco_record *r, const store_record_meta *m, char ou
                      r->e_fp16_mj, r->e_quant_mj, r->e_fp16_sd_mj, r->e_quant_sd_mj, r->cv_pct, r->n_trials,
                      r->n_iterations, r->tokens, eco_energy_basis_name(r->basis), r->method, r->backend,
                      eco_record_origin_name(r->origin), r->session, r->source, r->synthetic_weights, r->single_trial,
-                     r->note, nz(m->source_file), m->source_line, nz(m->flags), nz(m->raw_note));
+                     r->note, nz(m->source_file), m->source_line, r->flags, nz(m->raw_note));
     eco_sha256_hex(buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, out);
 }
 
@@ -294,7 +294,7 @@ static void bind_record(sqlite3_stmt *st, const eco_record *r, const store_recor
     store_bind_text(st, i++, hash, false);
     store_bind_text(st, i++, nz(m->source_file), false);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)m->source_line);
-    store_bind_text(st, i++, nz(m->flags), false);
+    store_bind_text(st, i++, r->flags, false);
     store_bind_text(st, i++, nz(m->raw_note), false);
     store_bind_text(st, i++, protocol, false);
     store_bind_text(st, i++, r->gpu, false);
@@ -383,9 +383,7 @@ eco_err store_upsert_record(eco_store *s, const eco_record *r, const store_recor
 eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserted)
 {
     store_upsert res = STORE_INSERTED;
-    store_record_meta meta = {0};
-    meta.flags = r->flags;
-    eco_err e = store_upsert_record(s, r, &meta, &res, NULL);
+    eco_err e = store_upsert_record(s, r, NULL, &res, NULL);
     if (inserted) *inserted = !e && res == STORE_INSERTED;
     return e;
 }
