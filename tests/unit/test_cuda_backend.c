@@ -251,6 +251,20 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_MATVEC");
     /* fp16 on the warp-per-row kernel with rows of 2048 and 16384 columns (4 and 32 KB) */
     compare_config(wide(), ECO_PREC_FP16, 0.9999);
+    /* the experiment: gate_up stored pair by pair (scales with it), every format it applies to and two shapes */
+    setenv("ECO_CUDA_SWIGLU_ADJACENT", "1", 1);
+    setenv("ECO_CUDA_MMA", "none", 1);
+    const char *pair_shapes[] = {"4,1,4", "1,4,1"};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("ECO_CUDA_MATVEC", pair_shapes[i], 1);
+        print_message("ECO_CUDA_SWIGLU_ADJACENT=1 ECO_CUDA_MATVEC=%s\n", pair_shapes[i]);
+        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
+            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
+    }
+    unsetenv("ECO_CUDA_MATVEC");
+    compare_config(wide(), ECO_PREC_FP16, 0.9999);
+    unsetenv("ECO_CUDA_MMA");
+    unsetenv("ECO_CUDA_SWIGLU_ADJACENT");
     /* every linear on the tensor-core matvec (fp16 since session 11 by default for big linears) and nf4 on
      * the row-per-lane decoder, qkv, gate_up and lm_head included */
     setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);

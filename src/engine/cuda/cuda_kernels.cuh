@@ -33,6 +33,7 @@ struct DeviceLinear {
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
+    bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
 
 __device__ __forceinline__ float warp_sum(float v)
@@ -123,6 +124,7 @@ struct MatvecParams {
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
+    int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
@@ -217,8 +219,8 @@ template <int K> __device__ __forceinline__ float dot16(uint4 w, const float *xf
 template <int R> __device__ __forceinline__ void item_rows(const MatvecParams &p, int unit, int (&row)[R])
 {
     if (p.epilogue == EP_SWIGLU) {
-        row[0] = unit;
-        row[R - 1] = unit + p.pair_offset;
+        row[0] = p.pairs_adjacent ? 2 * unit : unit;
+        row[R - 1] = p.pairs_adjacent ? 2 * unit + 1 : unit + p.pair_offset;
     } else if (p.epilogue == EP_ROPE_KV) {
         int half = p.head_dim / 2, head = unit / half;
         row[0] = head * p.head_dim + unit % half;
