@@ -236,32 +236,33 @@ static void test_mma_in_whole_models(void **state)
 }
 
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
+/* The medium model in every format under each ECO_CUDA_MATVEC shape (label: the other settings, for the log). */
+static void medium_every_format_per_shape(const char *const *shapes, size_t n, const char *label)
+{
+    const eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_NF4_DQ, ECO_PREC_FP8};
+    for (size_t i = 0; i < n; i++) {
+        setenv("ECO_CUDA_MATVEC", shapes[i], 1);
+        print_message("%sECO_CUDA_MATVEC=%s\n", label, shapes[i]);
+        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
+            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
+    }
+    unsetenv("ECO_CUDA_MATVEC");
+}
+
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
     (void)state;
     if (!have_device()) skip();
     const char *shapes[] = {"1,1,1", "1,4,4", "2,1,2", "2,4,4", "4,1,1", "4,2,3", "8,1,4"};
     const eco_precision precs[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_NF4_DQ, ECO_PREC_FP8};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        setenv("ECO_CUDA_MATVEC", shapes[i], 1);
-        print_message("ECO_CUDA_MATVEC=%s\n", shapes[i]);
-        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
-            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
-    }
-    unsetenv("ECO_CUDA_MATVEC");
+    medium_every_format_per_shape(shapes, sizeof shapes / sizeof shapes[0], "");
     /* fp16 on the warp-per-row kernel with rows of 2048 and 16384 columns (4 and 32 KB) */
     compare_config(wide(), ECO_PREC_FP16, 0.9999);
     /* the experiment: gate_up stored pair by pair (scales with it), every format it applies to and two shapes */
     setenv("ECO_CUDA_SWIGLU_ADJACENT", "1", 1);
     setenv("ECO_CUDA_MMA", "none", 1);
     const char *pair_shapes[] = {"4,1,4", "1,4,1"};
-    for (size_t i = 0; i < 2; i++) {
-        setenv("ECO_CUDA_MATVEC", pair_shapes[i], 1);
-        print_message("ECO_CUDA_SWIGLU_ADJACENT=1 ECO_CUDA_MATVEC=%s\n", pair_shapes[i]);
-        for (size_t k = 0; k < sizeof precs / sizeof precs[0]; k++)
-            compare_config(medium(), precs[k], precs[k] == ECO_PREC_INT8_MIXED ? 0.999 : 0.9999);
-    }
-    unsetenv("ECO_CUDA_MATVEC");
+    medium_every_format_per_shape(pair_shapes, 2, "ECO_CUDA_SWIGLU_ADJACENT=1 ");
     compare_config(wide(), ECO_PREC_FP16, 0.9999);
     unsetenv("ECO_CUDA_MMA");
     unsetenv("ECO_CUDA_SWIGLU_ADJACENT");
