@@ -6,7 +6,7 @@
  *                     [--shape R,U] [--linear qkv|o|gate_up|down] [--dims ROWSxCOLS,...]
  * --shape and --linear time one kernel shape and one linear only (a profiler then sees only that kernel).
  * --dims times bare linears (plain store, the engine's default shape per format) of the given sizes instead
- * of model layers, with each one's share of the streaming bandwidth: row strides side by side. */
+ * of model layers, with each one's share of the streaming bandwidth: sizes side by side. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +38,8 @@ static int time_one(eco_precision p, int rows, int cols, int r, int u, int s, in
 static int time_dims(const char *dims, const char *precs, int r, int u, int fp8_hw, double bw)
 {
     if (!r) r = 4, u = 1;
+    char dbuf[512]; /* refilled for each precision: strtok_r cuts it */
+    if (strlen(dims) >= sizeof dbuf) { fprintf(stderr, "bench_matvec: --dims list over %zu characters\n", sizeof dbuf - 1); return 2; }
     printf("bare linears, R,U = %d,%d, one column slice; %% of the streaming bandwidth\n", r, u);
     printf("  %-10s %14s %10s %10s %10s\n", "precision", "rows x cols", "row bytes", "us", "% of bw");
     char pbuf[256];
@@ -45,7 +47,6 @@ static int time_dims(const char *dims, const char *precs, int r, int u, int fp8_
     for (char *ps = NULL, *pname = strtok_r(pbuf, ",", &ps); pname; pname = strtok_r(NULL, ",", &ps)) {
         eco_precision p;
         if (eco_precision_parse(pname, &p)) { fprintf(stderr, "%s\n", eco_last_error()); return 2; }
-        char dbuf[512];
         snprintf(dbuf, sizeof dbuf, "%s", dims);
         for (char *ds = NULL, *d = strtok_r(dbuf, ",", &ds); d; d = strtok_r(NULL, ",", &ds)) {
             int rows, cols;

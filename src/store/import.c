@@ -308,6 +308,17 @@ static void count(ctx *x, store_upsert r)
     else x->rep->rows_unchanged++;
 }
 
+/* A source row into the store with its manifest entry's flags, counted; id (may be NULL) gets its row id. */
+static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t line, const char *raw_note, int64_t *id)
+{
+    snprintf(r->flags, sizeof r->flags, "%s", m->flags);
+    store_record_meta meta = {x->file, line, raw_note};
+    store_upsert res;
+    eco_err e = store_upsert_record(x->s, r, &meta, &res, id);
+    if (!e) count(x, res);
+    return e;
+}
+
 static eco_err session_from_entry(ctx *x, const manifest_entry *m, const char *gpu, const char *arch,
                                   const char *software)
 {
@@ -546,11 +557,7 @@ static eco_err import_measured(ctx *x, const manifest_entry *entries, size_t n_e
             continue;
         }
         if ((e = session_from_entry(x, m, r.gpu, r.arch, NULL))) return e;
-        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
-        store_record_meta meta = {x->file, row.line, src_note};
-        store_upsert res;
-        if ((e = store_upsert_record(x->s, &r, &meta, &res, NULL))) return e;
-        count(x, res);
+        if ((e = store_row(x, m, &r, row.line, src_note, NULL))) return e;
     }
     return ECO_OK;
 }
@@ -658,12 +665,8 @@ static eco_err import_paired(ctx *x, const manifest_entry *m, const header *h, e
         snprintf(part, sizeof part, "run %s; model %s", fld(&row, col(h, "run_id")), sr.hf_model);
         note_add(sr.r.note, sizeof sr.r.note, part);
         if ((e = session_from_entry(x, m, sr.r.gpu, sr.r.arch, sr.software))) return e;
-        snprintf(sr.r.flags, sizeof sr.r.flags, "%s", m->flags);
-        store_record_meta meta = {x->file, row.line, fld(&row, col(h, "session"))};
-        store_upsert res;
         int64_t id = 0;
-        if ((e = store_upsert_record(x->s, &sr.r, &meta, &res, &id))) return e;
-        count(x, res);
+        if ((e = store_row(x, m, &sr.r, row.line, fld(&row, col(h, "session")), &id))) return e;
         if (isfinite(sr.ppl_q) || isfinite(sr.ppl_f))
             if ((e = put_quality(x, sr.r.source, id, sr.r.gpu, sr.r.model, sr.r.precision,
                                  sr.corpus[0] ? sr.corpus : m->corpus, sr.ppl_f, sr.ppl_q, sr.q_tokens, NULL)))
@@ -734,12 +737,8 @@ static eco_err import_replicates(ctx *x, const manifest_entry *m, const header *
         note_add(r.note, sizeof r.note, m->note);
         if (!ppl_same) note_add(r.note, sizeof r.note, "perplexity differs across replicates: first kept");
         if ((e = session_from_entry(x, m, r.gpu, r.arch, rows[i].software))) break;
-        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
-        store_record_meta meta = {x->file, first, ""};
-        store_upsert res;
         int64_t id = 0;
-        if ((e = store_upsert_record(x->s, &r, &meta, &res, &id))) break;
-        count(x, res);
+        if ((e = store_row(x, m, &r, first, "", &id))) break;
         if (isfinite(rows[i].ppl_q) || isfinite(rows[i].ppl_f))
             e = put_quality(x, r.source, id, r.gpu, r.model, r.precision,
                             rows[i].corpus[0] ? rows[i].corpus : m->corpus, rows[i].ppl_f, rows[i].ppl_q,
@@ -1006,12 +1005,8 @@ static eco_err import_config_table(ctx *x, const manifest_entry *m, const header
         else note_add(r.note, sizeof r.note, "n_trials not given: 1 assumed");
         note_add(r.note, sizeof r.note, m->note);
         if ((e = session_from_entry(x, m, r.gpu, r.arch, NULL))) goto out;
-        snprintf(r.flags, sizeof r.flags, "%s", m->flags);
-        store_record_meta meta = {x->file, q->line, ""};
-        store_upsert res;
         int64_t id = 0;
-        if ((e = store_upsert_record(x->s, &r, &meta, &res, &id))) goto out;
-        count(x, res);
+        if ((e = store_row(x, m, &r, q->line, "", &id))) goto out;
         if (isfinite(q->ppl) && isfinite(base->ppl) &&
             (e = put_quality(x, r.source, id, r.gpu, r.model, r.precision, m->corpus, base->ppl, q->ppl, 0, NULL)))
             goto out;

@@ -880,6 +880,16 @@ size_t tiled_bytes(const State *s, const DeviceLinear &d, int map, int *tiles, i
     return (size_t)*tiles * (size_t)*steps * kTileStepBytes;
 }
 
+// A linear's buffer `old` freed and replaced by `fresh` in its list (a re-layout's new copy of the weights or scales).
+void replace_buffer(Linear &l, const void *old, void *fresh)
+{
+    for (int i = 0; i < l.n_buffers; i++)
+        if (l.buffers[i] == old) {
+            cudaFree(l.buffers[i]);
+            l.buffers[i] = fresh;
+        }
+}
+
 // Puts a row-major linear into the tiled order when its format takes the tensor-core matvec and the linear
 // is big enough for it: 16-row tiles give a small linear too few warps (Qwen2.5-0.5B int8 ran 15% slower a
 // token with every linear on it), so a linear whose tiles, split over up to 8 warps of >= 2 steps each, cannot
@@ -900,11 +910,7 @@ eco_err tile_linear(State *s, Linear &l, int map)
     tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, tiled, mapping_params(s, d, map), row_bytes, steps, tiles);
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(s->stream));
-    for (int i = 0; i < l.n_buffers; i++)
-        if (l.buffers[i] == d.w) {
-            cudaFree(l.buffers[i]);
-            l.buffers[i] = tiled;
-        }
+    replace_buffer(l, d.w, tiled);
     s->resident -= (size_t)d.rows * row_bytes;
     d.w = tiled;
     d.tiled = true;
@@ -998,10 +1004,8 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
         return e;
     }
     const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
-    for (int i = 0; i < l.n_buffers; i++) {
-        if (l.buffers[i] == d.w) { cudaFree(l.buffers[i]); l.buffers[i] = w; }
-        else if (l.buffers[i] == old_scale) { cudaFree(l.buffers[i]); l.buffers[i] = dq ? (void *)codes : (void *)am; }
-    }
+    replace_buffer(l, d.w, w);
+    replace_buffer(l, old_scale, dq ? (void *)codes : (void *)am);
     size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
     s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
     d.w = w;
@@ -1019,8 +1023,6 @@ bool on_nf4_lanes(const State *s, const DeviceLinear &d)
            (s->nf4_lanes_any_size || (long)d.rows * d.cols >= s->nf4_lanes_min);
 }
 
-// A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
-// row-major as loaded. residual: its output is added to the residual stream (o, down).
 // Experiment (ECO_CUDA_SWIGLU_ADJACENT=1, off by default; untimed): a row-major gate_up whose warps read gate row u
 // and up row u + intermediate together stored as gate 0, up 0, gate 1, up 1, ..., so a warp's two rows are
 // adjacent instead of intermediate x row bytes apart (112 MiB for Llama-3.1-8B fp16). Why it is worth timing:
@@ -1032,31 +1034,42 @@ eco_err interleave_pairs(State *s, Linear &l)
     DeviceLinear &d = l.d;
     if (d.tiled || d.nf4_rows || d.rows % 2 || d.format == ECO_PREC_NF4 || d.format == ECO_PREC_NF4_DQ) return ECO_OK;
     size_t rb = weight_row_bytes(d.format, d.cols), half = (size_t)d.rows / 2;
-    uint8_t *w;
+    uint8_t *w = NULL;
     float *scale = NULL;
     eco_err e = dalloc(s, &w, rb * (size_t)d.rows);
     if (!e && d.row_scale) e = dalloc(s, &scale, (size_t)d.rows);
-    if (e) { cudaFree(w); return e; }
-    const uint8_t *src = (const uint8_t *)d.w;
-    CK(cudaMemcpy2DAsync(w, 2 * rb, src, rb, rb, half, cudaMemcpyDeviceToDevice, s->stream));
-    CK(cudaMemcpy2DAsync(w + rb, 2 * rb, src + half * rb, rb, rb, half, cudaMemcpyDeviceToDevice, s->stream));
-    if (scale) {
-        CK(cudaMemcpy2DAsync(scale, 2 * sizeof(float), d.row_scale, sizeof(float), sizeof(float), half, cudaMemcpyDeviceToDevice, s->stream));
-        CK(cudaMemcpy2DAsync(scale + 1, 2 * sizeof(float), d.row_scale + half, sizeof(float), sizeof(float), half,
-                             cudaMemcpyDeviceToDevice, s->stream));
+    if (!e) {
+        // each half (gate rows, then up rows) into every other row; the row scales alike
+        const uint8_t *src = (const uint8_t *)d.w;
+        cudaError_t ce = cudaSuccess;
+        for (size_t h = 0; h < 2 && ce == cudaSuccess; h++) {
+            ce = cudaMemcpy2DAsync(w + h * rb, 2 * rb, src + h * half * rb, rb, rb, half, cudaMemcpyDeviceToDevice, s->stream);
+            if (ce == cudaSuccess && scale)
+                ce = cudaMemcpy2DAsync(scale + h, 2 * sizeof(float), d.row_scale + h * half, sizeof(float), sizeof(float), half,
+                                       cudaMemcpyDeviceToDevice, s->stream);
+        }
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
+        if (ce != cudaSuccess) e = cuda_fail(ce, "storing a gate_up pair by pair");
     }
-    CK(cudaStreamSynchronize(s->stream));
-    for (int i = 0; i < l.n_buffers; i++) {
-        if (l.buffers[i] == d.w) { cudaFree(l.buffers[i]); l.buffers[i] = w; }
-        else if (scale && l.buffers[i] == d.row_scale) { cudaFree(l.buffers[i]); l.buffers[i] = scale; }
+    if (e) {
+        cudaFree(w);
+        cudaFree(scale);
+        return e;
+    }
+    replace_buffer(l, d.w, w);
+    d.w = w;
+    if (scale) {
+        replace_buffer(l, d.row_scale, scale);
+        d.row_scale = scale;
     }
     s->resident -= rb * (size_t)d.rows + (scale ? (size_t)d.rows * sizeof(float) : 0);
-    d.w = w;
-    if (scale) d.row_scale = scale;
     d.pairs_adjacent = true;
     return ECO_OK;
 }
 
+// A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
+// row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
+// residual stream (o, down).
 eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
 {
     eco_err e = tile_linear(s, l, map);
@@ -1920,14 +1933,11 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
-             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0);
-    if (d.swiglu_adjacent) {
-        size_t at = strlen(buf);
-        if (at < cap) snprintf(buf + at, cap - at, "; row-major gate_up stored pair by pair");
-    }
+             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0,
+             d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)
