@@ -196,6 +196,7 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
+    RowsShape rows_shape; /* its warps per block, chunks per step, blocks per SM (ECO_CUDA_NF4_ROWS_SHAPE) */
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
@@ -730,11 +731,29 @@ eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
     return e ? e : env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", residual_m);
 }
 
+// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" names another.
+eco_err rows_shape_env(RowsShape *out)
+{
+    *out = kNf4RowsShapes[0];
+    const char *v = getenv("ECO_CUDA_NF4_ROWS_SHAPE");
+    if (!v) return ECO_OK;
+    int w, u, b;
+    char end;
+    if (sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3)
+        for (const RowsShape &sh : kNf4RowsShapes)
+            if (sh.warps == w && sh.u == u && sh.per_sm == b) {
+                *out = sh;
+                return ECO_OK;
+            }
+    return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 8,4,2, 8,2,3 or 16,1,2", v);
+}
+
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
+    if (!e) e = rows_shape_env(&s->rows_shape);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -825,7 +844,7 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize);
+MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh);
 
 eco_err allow_large_shared_memory(void)
 {
@@ -836,7 +855,8 @@ eco_err allow_large_shared_memory(void)
         }
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
-            CK(cudaFuncSetAttribute(pick_rows(dq, bs), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+            for (const RowsShape &sh : kNf4RowsShapes)
+                CK(cudaFuncSetAttribute(pick_rows(dq, bs, sh), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -920,15 +940,26 @@ eco_err tile_linear(State *s, Linear &l, int map)
 
 // ---- nf4, a row per lane (cuda_nf4_rows.cuh) ----
 
-// Chunks of a step that share one absmax (blocks of 32 columns: none).
-int rows_am_every(int blocksize) { return blocksize / 32 < kNf4RowsU ? blocksize / 32 : kNf4RowsU; }
+// Chunks of a step of u that share one absmax (blocks of 32 columns: none).
+int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
-// Its steps of kNf4RowsU chunks share 1, 2 or 4 absmax.
-MatvecFn pick_rows(bool dq, int blocksize)
+// am: chunks a step that share one absmax (rows_am_every, at most U).
+template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
 {
-    int am = rows_am_every(blocksize);
-    if (dq) return am >= 4 ? matvec_nf4_rows<true, 4> : am == 2 ? matvec_nf4_rows<true, 2> : matvec_nf4_rows<true, 1>;
-    return am >= 4 ? matvec_nf4_rows<false, 4> : am == 2 ? matvec_nf4_rows<false, 2> : matvec_nf4_rows<false, 1>;
+    constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
+}
+
+// The kernel for a shape of kNf4RowsShapes whose steps share 1, 2 or 4 absmax.
+MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh)
+{
+    int am = rows_am_every(blocksize, sh.u);
+    if (sh.warps == 8 && sh.u == 2) return pick_rows_am<8, 2, 3>(dq, am);
+    if (sh.warps == 16) return pick_rows_am<16, 1, 2>(dq, am);
+    return pick_rows_am<8, 4, 2>(dq, am);
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated; what it held is not kept.
@@ -952,12 +983,13 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize), kNf4RowsWarps * kWarp, lanes_smem_bytes(dq)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4RowsWarps;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, kNf4RowsU);
+    const RowsShape &rs = s->rows_shape;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, rs), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
     int slots = sh.slots;
     d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + kNf4RowsWarps - 1) / kNf4RowsWarps);
+    d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
@@ -1207,7 +1239,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        return launch(s, true, pick_rows(dq, d.blocksize), dim3(d.rows_blocks), dim3(kNf4RowsWarps * kWarp), lanes_smem_bytes(dq), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, s->rows_shape), dim3(d.rows_blocks), dim3(s->rows_shape.warps * kWarp),
+                      lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1907,7 +1940,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[320] = "fp32 table";
+    char nf4[384] = "fp32 table";
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
@@ -1922,8 +1955,10 @@ void eco_cuda_design(char *buf, size_t cap)
         char rule[96];
         snprintf(rule, sizeof rule, "for tall (rows >= 4x columns, >= %ldM weights) and residual (>= %dM) linears", kNf4RowsMinTall >> 20,
                  residual_m);
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K) %s, else %.100s",
-                 d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        RowsShape rs;
+        if (rows_shape_env(&rs)) rs = kNf4RowsShapes[0];
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM) %s, else %.100s",
+                 rs.warps, rs.u, rs.per_sm, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[64] = "";
     size_t m_at = 0;

@@ -28,7 +28,8 @@
 namespace eco_cuda {
 
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
-constexpr int kNf4RowsU = 4; // chunks per row and step: with R 2, 256 weights a lane, 8 KB a warp in flight
+constexpr int kNf4RowsU = 4; // chunks per row and step by default (with R 2, 256 weights a lane, 8 KB a warp in
+                             // flight); the layout keeps columns in multiples of 32 * kNf4RowsU for every shape
 
 // The slot -> row mapping an epilogue needs: a residual add and plain stores share consecutive rows.
 __host__ __device__ __forceinline__ int rows_map(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
@@ -202,13 +203,20 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
 }
 
 // ---- The kernel ----
-// Each lane loads the next step (kNf4RowsU chunks x R rows) into registers while it decodes the current one;
-// blocks of 8 warps, 2 per SM, each with its own table. It replaced a cp.async ring of 4 stages a warp in
+// Each lane loads the next step (U chunks x R rows) into registers while it decodes the current one;
+// blocks of 8 warps, 2 per SM, each with its own table (the default shape; RowsShape below for the others). It replaced a cp.async ring of 4 stages a warp in
 // shared memory (16-warp blocks, one per SM, steps of 2 chunks) after the two ran side by side on the H200
 // (data/h200/README.md, session 11): a Qwen2.5-7B layer's four matvecs 51.5 vs 56.1 us, Llama-3.1-8B 50.1
 // vs 54.8, Qwen2.5-14B 61.3 vs 65.8; whole 7B tokens 466.1 vs 448.3 tok/s. The ring's table at a 64 KB
 // boundary (the byte permute writing the address's base bits, no add) measured no different (56.2 vs 56.1).
-constexpr int kNf4RowsWarps = 8;
+// Warps per block, chunks per step, and blocks per SM the registers are capped for. The default (8, 4, 2)
+// holds 16 warps an SM with 16 KB in flight each; the others trade bytes in flight per warp for more warps
+// per scheduler (the decode is latency-bound with one eligible warp per scheduler: Session 9's profile).
+// ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" picks one for A/Bs.
+struct RowsShape {
+    int warps, u, per_sm;
+};
+constexpr RowsShape kNf4RowsShapes[] = {{8, 4, 2}, {8, 2, 3}, {16, 1, 2}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
     uint4 w[U][R];
@@ -243,13 +251,14 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
-template <bool DoubleQuant, int AmEvery>
-__global__ void __launch_bounds__(kNf4RowsWarps * kWarp, 2) matvec_nf4_rows(const MatvecParams p)
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm>
+__global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
-    constexpr int R = kNf4RowsR, U = kNf4RowsU;
+    constexpr int R = kNf4RowsR;
+    static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
-    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * kNf4RowsWarps + warp;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
     int g = f0 / C, c = f0 % C;
