@@ -322,7 +322,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
-    const char *rows_shapes[] = {"8,2,3", "16,1,2"};
+    const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
         for (int split = 0; split < 2; split++) {
             setenv("ECO_CUDA_NF4_ROWS_SHAPE", rows_shapes[i], 1);

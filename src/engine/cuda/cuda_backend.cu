@@ -745,7 +745,7 @@ eco_err rows_shape_env(RowsShape *out)
                 *out = sh;
                 return ECO_OK;
             }
-    return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 8,4,2, 8,2,3 or 16,1,2", v);
+    return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 16,1,2, 8,4,2 or 8,2,3", v);
 }
 
 eco_err nf4_grid_env(State *s)

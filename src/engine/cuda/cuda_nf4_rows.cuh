@@ -28,8 +28,8 @@
 namespace eco_cuda {
 
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
-constexpr int kNf4RowsU = 4; // chunks per row and step by default (with R 2, 256 weights a lane, 8 KB a warp in
-                             // flight); the layout keeps columns in multiples of 32 * kNf4RowsU for every shape
+constexpr int kNf4RowsU = 4; // the most chunks per row and step of any shape (RowsShape below): the layout keeps
+                             // columns in multiples of 32 * kNf4RowsU, so every shape takes the same linears
 
 // The slot -> row mapping an epilogue needs: a residual add and plain stores share consecutive rows.
 __host__ __device__ __forceinline__ int rows_map(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
@@ -204,19 +204,23 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
 
 // ---- The kernel ----
 // Each lane loads the next step (U chunks x R rows) into registers while it decodes the current one;
-// blocks of 8 warps, 2 per SM, each with its own table (the default shape; RowsShape below for the others). It replaced a cp.async ring of 4 stages a warp in
-// shared memory (16-warp blocks, one per SM, steps of 2 chunks) after the two ran side by side on the H200
+// blocks of W warps, B per SM, each with its own table. Registers won over a cp.async ring of 4 stages a warp
+// in shared memory (16-warp blocks, one per SM, steps of 2 chunks), side by side on the H200
 // (data/h200/README.md, session 11): a Qwen2.5-7B layer's four matvecs 51.5 vs 56.1 us, Llama-3.1-8B 50.1
 // vs 54.8, Qwen2.5-14B 61.3 vs 65.8; whole 7B tokens 466.1 vs 448.3 tok/s. The ring's table at a 64 KB
 // boundary (the byte permute writing the address's base bits, no add) measured no different (56.2 vs 56.1).
-// Warps per block, chunks per step, and blocks per SM the registers are capped for. The default (8, 4, 2)
-// holds 16 warps an SM with 16 KB in flight each; the others trade bytes in flight per warp for more warps
-// per scheduler (the decode is latency-bound with one eligible warp per scheduler: Session 9's profile).
-// ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" picks one for A/Bs.
+//
+// Warps per block, chunks per step, and blocks per SM the registers are capped for; the first is the default.
+// The decode is latency-bound with one eligible warp per scheduler (session 9's profile), so more warps with
+// fewer bytes in flight each win: blocks of 16 warps, 2 per SM (32 warps, 64 registers, 2 KB in flight a warp:
+// 64 KB an SM), against session 11's 8 warps x 4 chunks (16 warps, 8 KB a warp). Side by side on the H200
+// (data/h200/README.md, session 13): Qwen2.5-7B nf4 550.8 vs 510.6 / 510.8 tok/s (58.5% vs 54.2% of the
+// roofline), Llama-3.1-8B 523.3 vs 472.6 / 472.2; 8 warps x 2 chunks x 3 blocks (24 warps) lost (477.2, 450.2).
+// ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" picks another for A/Bs.
 struct RowsShape {
     int warps, u, per_sm;
 };
-constexpr RowsShape kNf4RowsShapes[] = {{8, 4, 2}, {8, 2, 3}, {16, 1, 2}};
+constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
     uint4 w[U][R];
