@@ -290,12 +290,23 @@ template <typename T> eco_err dalloc(State *s, T **p, size_t count)
     return ECO_OK;
 }
 
+// cudaMemcpy from pageable host memory returns once the bytes are staged, before the DMA has landed, and it is
+// ordered only with the legacy default stream: a kernel on s->stream (non-blocking) launched next may read the
+// buffer's tail before it arrives. eco_cuda_qmatvec's fp16 linear of 202 x 2048 (827 KB), re-laid by
+// tile_weights right after its upload, came out with its last rows wrong or zero, differently each run, on
+// two H200s (data/h200/README.md, session 13). Every upload waits for its bytes before anything else runs.
+eco_err uploads_landed(void)
+{
+    CK(cudaDeviceSynchronize());
+    return ECO_OK;
+}
+
 template <typename T> eco_err upload(State *s, T **p, const void *host, size_t bytes)
 {
     CK(cudaMalloc((void **)p, bytes + 16));
     CK(cudaMemcpy(*p, host, bytes, cudaMemcpyHostToDevice));
     s->resident += bytes;
-    return ECO_OK;
+    return uploads_landed();
 }
 
 size_t qweight_data_bytes(const eco_qweight *q)
@@ -548,7 +559,7 @@ eco_err load_linear(State *s, eco_weights *w, const eco_weight_kind *kinds, int 
     free(pool.slices);
     fetched_free(f);
     if (pool.err) return eco_fail(pool.err, "layer %d %s (%s): %s", layer, eco_weight_kind_name(kinds[0]), eco_precision_name(p), pool.msg);
-    return ECO_OK;
+    return uploads_landed(); // the slices' copies, before a re-layout kernel reads them
 }
 
 eco_err load_vector(State *s, eco_weights *w, eco_weight_kind k, int layer, float **out)
@@ -587,7 +598,8 @@ eco_err upload_nf4_tables(void)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(g_nf4_pairs, pairs, sizeof pairs));
-    return allow_large_shared_memory();
+    eco_err e = uploads_landed();
+    return e ? e : allow_large_shared_memory();
 }
 
 // ---- Launching ----
@@ -1055,12 +1067,14 @@ bool on_nf4_lanes(const State *s, const DeviceLinear &d)
            (s->nf4_lanes_any_size || (long)d.rows * d.cols >= s->nf4_lanes_min);
 }
 
-// Experiment (ECO_CUDA_SWIGLU_ADJACENT=1, off by default; untimed): a row-major gate_up whose warps read gate row u
-// and up row u + intermediate together stored as gate 0, up 0, gate 1, up 1, ..., so a warp's two rows are
-// adjacent instead of intermediate x row bytes apart (112 MiB for Llama-3.1-8B fp16). Why it is worth timing:
-// Llama-3.1-8B's gate_up took 60.3 us in the token (session 11) against 53.8 us for a bare 28672 x 4096 matvec
-// of consecutive rows (session 12); Qwen2.5-7B's about what its bare matvec took. nf4 (absmax per block) is not
-// reordered: at 7B and up its gate_up is interleaved a row per lane anyway.
+// Experiment (ECO_CUDA_SWIGLU_ADJACENT=1, off by default): a row-major gate_up whose warps read gate row u and up
+// row u + intermediate together stored as gate 0, up 0, gate 1, up 1, ..., so a warp's two rows are adjacent
+// instead of intermediate x row bytes apart (112 MiB for Llama-3.1-8B fp16). The lead: Llama-3.1-8B's gate_up
+// took 60.3 us in the token (session 11) against 53.8 us for a bare 28672 x 4096 matvec of consecutive rows
+// (session 12). Timed in session 13 (fp16, default / pairs / default): Llama-3.1-8B 234.9 / 237.1 / 235.0 tok/s,
+// Qwen2.5-7B 277.3 / 277.7 / 277.3; under 1%, below the unit-to-unit spread, and every energy row was measured
+// without it, so it stays off. nf4 (absmax per block) is not reordered: at 7B and up its gate_up is interleaved
+// a row per lane anyway.
 eco_err interleave_pairs(State *s, Linear &l)
 {
     DeviceLinear &d = l.d;
@@ -1413,6 +1427,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
+    if ((e = uploads_landed())) return e;
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
     if (!s->layers) return eco_fail(ECO_ENOMEM, "out of memory");
     int kv_dim = c->kv_heads * c->head_dim, q_dim = c->heads * c->head_dim;
@@ -1658,6 +1673,7 @@ eco_err standalone_open(State &s, size_t cols)
     eco_err e = upload_nf4_tables();
     if (e) return e;
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
+    if ((e = uploads_landed())) return e;
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     if ((e = dalloc(&s, &s.xq, cols)) || (e = dalloc(&s, &s.x_absmax, 1)) || (e = dalloc(&s, &s.outliers, kMaxOutliers)) ||
         (e = dalloc(&s, &s.n_outliers, 1)))
