@@ -1688,6 +1688,34 @@ void standalone_close(State &s)
     if (s.stream) cudaStreamDestroy(s.stream);
 }
 
+// The best of 5 replays of a graph in ms, after warming it for >= 100 ms, not one replay: on the H200 the first
+// shape a process timed after its setup read ~10% slow in all 5 replays whatever the shape (28672 x 3584 first:
+// 85.9% of the bandwidth, 28672 x 4096 after it: 97.1%; session 12), as if the clocks were still coming up; with
+// the warm-up, 97.3% first (session 13). The caller owns the graph and events (freed on any error).
+static eco_err time_graph(cudaStream_t st, cudaGraphExec_t ge, cudaEvent_t a, cudaEvent_t b, float *best_ms)
+{
+    CK(cudaEventRecord(a, st));
+    for (float warm_ms = 0.f; warm_ms < 100.f;) {
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&warm_ms, a, b));
+    }
+    float best = 1e30f;
+    for (int rep = 0; rep < 5; rep++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(ge, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (ms < best) best = ms;
+    }
+    CK(cudaGetLastError());
+    *best_ms = best;
+    return ECO_OK;
+}
+
 eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_warp, int unroll, int splits, bool fp8_hw,
                               double *us_per_call, double *gb_per_s)
 {
@@ -1791,39 +1819,23 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
         if (cudaStreamSynchronize(s.stream) != cudaSuccess) err = eco_fail(ECO_EDEVICE, "matvec bench: fill failed");
     }
     if (!err) {
-        CK(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+        cudaError_t ce = cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal);
+        if (ce != cudaSuccess) err = cuda_fail(ce, "cudaStreamBeginCapture");
         for (int i = 0; i < per_graph && !err; i++)
             err = launch_matvec(&s, lin[i % copies], x, plain(splits > 1 ? EP_ADD : EP_STORE, y));
-        cudaError_t ce = cudaStreamEndCapture(s.stream, &g);
-        if (!err && ce != cudaSuccess) err = cuda_fail(ce, "cudaStreamEndCapture");
+        if (ce == cudaSuccess) {
+            ce = cudaStreamEndCapture(s.stream, &g);
+            if (!err && ce != cudaSuccess) err = cuda_fail(ce, "cudaStreamEndCapture");
+        }
         if (!err && cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) err = eco_fail(ECO_EDEVICE, "matvec bench: graph instantiate");
     }
+    if (!err && (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess))
+        err = eco_fail(ECO_EDEVICE, "matvec bench: cudaEventCreate");
+    float best_ms = 0.f;
+    if (!err) err = time_graph(s.stream, ge, a, b, &best_ms);
     if (!err) {
-        // Warm for >= 100 ms, not one replay: on the H200 the first shape a process timed after its setup read
-        // ~10% slow in all 5 replays whatever the shape (28672 x 3584 first: 85.9% of the bandwidth, 28672 x 4096
-        // after it: 97.1%; first: 84%; session 12), as if the clocks were still coming up.
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        CK(cudaEventRecord(a, s.stream));
-        for (float warm_ms = 0.f; warm_ms < 100.f;) {
-            CK(cudaGraphLaunch(ge, s.stream));
-            CK(cudaEventRecord(b, s.stream));
-            CK(cudaEventSynchronize(b));
-            CK(cudaEventElapsedTime(&warm_ms, a, b));
-        }
-        float best = 1e30f;
-        for (int rep = 0; rep < 5; rep++) { // best of 5 replays of per_graph launches each
-            CK(cudaEventRecord(a, s.stream));
-            CK(cudaGraphLaunch(ge, s.stream));
-            CK(cudaEventRecord(b, s.stream));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            if (ms < best) best = ms;
-        }
-        *us_per_call = best * 1000.0 / per_graph;
+        *us_per_call = best_ms * 1000.0 / per_graph;
         *gb_per_s = (double)per_copy / (*us_per_call * 1e-6) / 1e9;
-        CK(cudaGetLastError());
     }
     if (a) cudaEventDestroy(a);
     if (b) cudaEventDestroy(b);
