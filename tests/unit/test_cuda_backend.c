@@ -273,6 +273,19 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(wide(), ECO_PREC_FP16, 0.9999);
     unsetenv("ECO_CUDA_MMA");
     unsetenv("ECO_CUDA_SWIGLU_ADJACENT");
+    /* qkv summed by atomic adds into zeroed memory, bias / RoPE / KV write in rope_kv, which zeroes it again
+     * (experiment): every format at two shapes (16 column slices: many adds per row), Qwen2 (qkv bias), and nf4
+     * with qkv a row per lane (split row groups add atomically); a sum left unzeroed shows from the 2nd token */
+    setenv("ECO_CUDA_QKV_ATOMIC", "1", 1);
+    const char *atomic_shapes[] = {"4,1,4", "1,1,16"};
+    medium_every_format_per_shape(atomic_shapes, 2, "ECO_CUDA_QKV_ATOMIC=1 ");
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_INT8_MIXED, 0.999);
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4");
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* every linear on the tensor-core matvec (fp16 since session 11 by default for big linears) and nf4 on
      * the row-per-lane decoder, qkv, gate_up and lm_head included */
     setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);
@@ -459,7 +472,8 @@ static void test_design_fits_the_energy_schema(void **state)
     size_t most = (size_t)json_integer_value(field);
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
-                                {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"}};
+                                {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);

@@ -63,6 +63,7 @@ struct Design {
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
+    bool qkv_atomic;       // ECO_CUDA_QKV_ATOMIC=1: qkv summed by atomic adds, bias/RoPE/KV write in rope_kv (fused path only)
 };
 
 bool env_is(const char *name, const char *value)
@@ -158,6 +159,7 @@ Design requested_design(void)
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.swiglu_adjacent = env_is("ECO_CUDA_SWIGLU_ADJACENT", "1");
+    d.qkv_atomic = d.fused && env_is("ECO_CUDA_QKV_ATOMIC", "1");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -239,6 +241,8 @@ struct State {
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
+    bool qkv_atomic; /* qkv summed into qkv_raw by atomic adds; rope_kv<true> adds bias, rotates, writes KV and zeroes it */
+    float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -263,6 +267,7 @@ eco_err apply_design(State *s, const Design &d)
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
+    s->qkv_atomic = d.qkv_atomic;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -1317,7 +1322,17 @@ eco_err enqueue_token(State *s)
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
         if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
-        if (s->fused) {
+        if (s->qkv_atomic) {
+            // Experiment: the sums as a residual add into zeroed memory (column slices and row groups split between
+            // warps add atomically, nothing waits for a group's last warp), then one small kernel for the epilogue.
+            MatvecOut o = plain(EP_ADD, s->qkv_raw);
+            o.x_quantized = quantize_in_norm;
+            if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
+            if ((e = launch(s, true, rope_kv<true>, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
+                            s->qkv_raw, s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos,
+                            L.k_cache, L.v_cache, c.heads, c.kv_heads, c.head_dim)))
+                return e;
+        } else if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
             o.x_quantized = quantize_in_norm;
             o.bias = L.qkv_bias;
@@ -1328,8 +1343,8 @@ eco_err enqueue_token(State *s)
             MatvecOut o = plain(EP_STORE, s->qkv);
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
-            if ((e = launch(s, true, rope_kv, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
-                            s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos, L.k_cache,
+            if ((e = launch(s, true, rope_kv<false>, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
+                            s->qkv, s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos, L.k_cache,
                             L.v_cache, c.heads, c.kv_heads, c.head_dim)))
                 return e;
         }
@@ -1435,7 +1450,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused ? EP_ROPE_KV : EP_STORE))) return e;
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic))) return e;
         if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true))) return e;
         if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
             return e;
@@ -1502,6 +1517,10 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         (e = dalloc(s, &s->n_outliers, 1)) || (e = dalloc(s, &s->d_token, 3)) ||
         (e = dalloc(s, &s->d_history, (size_t)s->opt.max_seq)))
         return e;
+    if (s->qkv_atomic) {
+        if ((e = dalloc(s, &s->qkv_raw, (size_t)(q_dim + 2 * kv_dim)))) return e;
+        CK(cudaMemset(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim)));
+    }
     s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
     if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
     s->d_pos = s->d_token + 1;
@@ -1589,7 +1608,7 @@ void cuda_destroy(void *state)
     }
     free(s->layers);
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
-    void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->gate_up, s->logits, s->xn, s->attn_out,
+    void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
                     s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
@@ -1996,11 +2015,11 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0,
-             d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "");
+             d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic ? "; qkv summed by atomics, RoPE apart" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -821,8 +821,11 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
-// (The unfused path; the fused one does this in the qkv matvec's epilogue.)
-__global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias, const float2 *__restrict__ rope,
+// (The unfused path, in place: src == dst; the fused one does this in the qkv matvec's epilogue.) Consume
+// (ECO_CUDA_QKV_ATOMIC): src holds the matvec's atomic sums, the results go to dst, and src is zeroed for the
+// next layer's sums, each element by the thread that read it. src and dst may be one buffer: not __restrict__.
+template <bool Consume>
+__global__ void rope_kv(float *src, float *dst, const float *__restrict__ bias, const float2 *__restrict__ rope,
                         const int *__restrict__ pos_ptr, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
                         int heads, int kv_heads, int head_dim)
 {
@@ -835,12 +838,13 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
     for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < total_pairs; p += gridDim.x * blockDim.x) {
         int h = p / half_dim, i = p % half_dim;
         int off = h < heads ? h * head_dim : q_dim + (h - heads) * head_dim;
-        float a = qkv[off + i], b = qkv[off + i + half_dim];
+        float a = __ldcg(src + off + i), b = __ldcg(src + off + i + half_dim);
+        if (Consume) src[off + i] = src[off + i + half_dim] = 0.f;
         if (bias) { a += bias[off + i]; b += bias[off + i + half_dim]; }
         float2 cs = rope[(size_t)pos * half_dim + i];
         float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
-        qkv[off + i] = ra;
-        qkv[off + i + half_dim] = rb;
+        dst[off + i] = ra;
+        dst[off + i + half_dim] = rb;
         if (h >= heads) {
             size_t row = (size_t)pos * kv_dim + (off - q_dim);
             k_cache[row + i] = __float2half(ra);
@@ -848,7 +852,8 @@ __global__ void rope_kv(float *__restrict__ qkv, const float *__restrict__ bias,
         }
     }
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < kv_dim; j += gridDim.x * blockDim.x) {
-        float v = qkv[q_dim + kv_dim + j] + (bias ? bias[q_dim + kv_dim + j] : 0.f);
+        float v = __ldcg(src + q_dim + kv_dim + j) + (bias ? bias[q_dim + kv_dim + j] : 0.f);
+        if (Consume) src[q_dim + kv_dim + j] = 0.f;
         v_cache[(size_t)pos * kv_dim + j] = __float2half(v);
     }
 }
