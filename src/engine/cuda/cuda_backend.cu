@@ -299,7 +299,8 @@ template <typename T> eco_err dalloc(State *s, T **p, size_t count)
 // ordered only with the legacy default stream: a kernel on s->stream (non-blocking) launched next may read the
 // buffer's tail before it arrives. eco_cuda_qmatvec's fp16 linear of 202 x 2048 (827 KB), re-laid by
 // tile_weights right after its upload, came out with its last rows wrong or zero, differently each run, on
-// two H200s (data/h200/README.md, session 13). Every upload waits for its bytes before anything else runs.
+// two H200s (data/h200/README.md, session 13). Every upload waits for its bytes before anything else runs, and so
+// does every cudaMemset (also on the legacy stream, also asynchronous to the host).
 eco_err uploads_landed(void)
 {
     CK(cudaDeviceSynchronize());
@@ -989,7 +990,7 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need)
     CK(cudaMalloc((void **)p, need * sizeof(T)));
     CK(cudaMemset(*p, 0, need * sizeof(T)));
     *n = need;
-    return ECO_OK;
+    return uploads_landed(); // the arrival counters must read zero to kernels on the engine's stream
 }
 
 // Its launch: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share
@@ -1520,6 +1521,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (s->qkv_atomic) {
         if ((e = dalloc(s, &s->qkv_raw, (size_t)(q_dim + 2 * kv_dim)))) return e;
         CK(cudaMemset(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim)));
+        if ((e = uploads_landed())) return e;
     }
     s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
     if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
