@@ -198,7 +198,9 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
-    RowsShape rows_shape; /* its warps per block, chunks per step, blocks per SM (ECO_CUDA_NF4_ROWS_SHAPE) */
+    int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
+    int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
+    long rows_small_max;  /* 0: every linear takes rows_shape */
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
@@ -749,21 +751,34 @@ eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
     return e ? e : env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", residual_m);
 }
 
-// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" names another.
-eco_err rows_shape_env(RowsShape *out)
+// A shape "W,U,B" of kNf4RowsShapes (index in *out); false if it names none.
+bool rows_shape_parse(int w, int u, int b, int *out)
 {
-    *out = kNf4RowsShapes[0];
-    const char *v = getenv("ECO_CUDA_NF4_ROWS_SHAPE");
-    if (!v) return ECO_OK;
-    int w, u, b;
+    for (int i = 0; i < (int)(sizeof kNf4RowsShapes / sizeof kNf4RowsShapes[0]); i++)
+        if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b) {
+            *out = i;
+            return true;
+        }
+    return false;
+}
+
+// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" names another; and
+// for A/Bs a second shape for its small linears, ECO_CUDA_NF4_ROWS_SMALL="W,U,B,M" (those of at most M * 2^20
+// weights: o at 7B, down at 1.5B lost a little on the 16-warp default, data/h200/README.md session 13).
+eco_err rows_shape_env(int *shape, int *small_shape, long *small_max)
+{
+    *shape = *small_shape = 0;
+    *small_max = 0;
+    const char *v = getenv("ECO_CUDA_NF4_ROWS_SHAPE"), *sm = getenv("ECO_CUDA_NF4_ROWS_SMALL");
+    int w, u, b, m;
     char end;
-    if (sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3)
-        for (const RowsShape &sh : kNf4RowsShapes)
-            if (sh.warps == w && sh.u == u && sh.per_sm == b) {
-                *out = sh;
-                return ECO_OK;
-            }
-    return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 16,1,2, 8,4,2 or 8,2,3", v);
+    if (v && !(sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3 && rows_shape_parse(w, u, b, shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 16,1,2, 8,4,2 or 8,2,3", v);
+    *small_shape = *shape;
+    if (sm && !(sscanf(sm, "%d,%d,%d,%d%c", &w, &u, &b, &m, &end) == 4 && m >= 1 && m <= 4096 && rows_shape_parse(w, u, b, small_shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SMALL=\"%s\": want \"W,U,B,M\": a shape of ECO_CUDA_NF4_ROWS_SHAPE for linears of at most M (1..4096) x 2^20 weights", sm);
+    if (sm) *small_max = (long)m << 20;
+    return ECO_OK;
 }
 
 eco_err nf4_grid_env(State *s)
@@ -771,7 +786,7 @@ eco_err nf4_grid_env(State *s)
     int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
-    if (!e) e = rows_shape_env(&s->rows_shape);
+    if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -1001,7 +1016,8 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    const RowsShape &rs = s->rows_shape;
+    d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
+    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, rs), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
@@ -1259,8 +1275,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.slots = d.rows_slots;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        return launch(s, true, pick_rows(dq, d.blocksize, s->rows_shape), dim3(d.rows_blocks), dim3(s->rows_shape.warps * kWarp),
-                      lanes_smem_bytes(dq), p);
+        const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+        return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -2004,10 +2020,14 @@ void eco_cuda_design(char *buf, size_t cap)
         char rule[96];
         snprintf(rule, sizeof rule, "for tall (rows >= 4x columns, >= %ldM weights) and residual (>= %dM) linears", kNf4RowsMinTall >> 20,
                  residual_m);
-        RowsShape rs;
-        if (rows_shape_env(&rs)) rs = kNf4RowsShapes[0];
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM) %s, else %.100s",
-                 rs.warps, rs.u, rs.per_sm, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        int si, ssi;
+        long smax;
+        if (rows_shape_env(&si, &ssi, &smax)) si = ssi = 0, smax = 0;
+        const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
+        char small[64] = "";
+        if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[64] = "";
     size_t m_at = 0;
