@@ -25,7 +25,8 @@ typedef struct {
 } eco_counter_read;
 eco_err eco_nvml_read_counter(eco_nvml *m, eco_counter_read *out);
 /* Spins on the counter until its value changes (<= timeout_s): the read then sits on an update edge,
- * which removes the up-to-one-step quantisation error at that window edge. */
+ * which removes the up-to-one-step quantisation error at that window edge. An edge whose reads were
+ * preempted around the update is passed over for the next one (taken only if no clean one comes in time). */
 eco_err eco_nvml_read_counter_edge(eco_nvml *m, double timeout_s, eco_counter_read *out);
 
 /* Cheap cached power fields (mW -> W); NAN where the driver does not report the field. */

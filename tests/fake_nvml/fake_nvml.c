@@ -6,8 +6,12 @@
  *   - the total-energy counter (mJ) is the exact integral of p, updated every ECO_FAKE_NVML_COUNTER_MS (100);
  *   - field 186 "instant" is a 25 ms boxcar of p refreshed every 100 ms (so it aliases periodic loads);
  *   - field 185 / GetPowerUsage is a 1 s boxcar refreshed every 100 ms; scope 2 (memory) = 0.4 x that;
- *   - a counter read costs ECO_FAKE_NVML_READ_US microseconds (2000).
- * fake_nvml_true_energy_j(t0, t1) gives the truth over CLOCK_MONOTONIC_RAW times, for tests. */
+ *   - a counter read costs ECO_FAKE_NVML_READ_US microseconds (2000);
+ *   - ECO_FAKE_NVML_STALL_MS (0): a read that begins within that long before an odd-numbered update stalls until
+ *     after it, then samples, as a thread preempted across the update would: the reader's timestamp before the
+ *     read is up to STALL_MS before the update it sees.
+ * fake_nvml_true_energy_j(t0, t1) gives the truth over CLOCK_MONOTONIC_RAW times, and fake_nvml_last_tick_s()
+ * when the update of the last value read happened, for tests. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,10 +25,11 @@ static enum { P_CONST, P_SQUARE, P_STEPS } kind = P_CONST;
 static double p_const = 100, sq_low, sq_high, sq_period, sq_duty;
 static double step_t[MAX_STEPS], step_w[MAX_STEPS];
 static int n_steps;
-static double origin, counter_period = 0.1, read_us = 2000;
+static double origin, counter_period = 0.1, read_us = 2000, stall_ms = 0, last_tick = -1;
 #define COUNTER_BASE_MJ 123456789ull
 
 double fake_nvml_origin_s(void);
+double fake_nvml_last_tick_s(void);
 double fake_nvml_true_energy_j(double t0_mono, double t1_mono);
 double fake_nvml_true_power_w(double t_mono);
 
@@ -39,7 +44,8 @@ static void parse_script(void)
 {
     const char *s = getenv("ECO_FAKE_NVML_POWER");
     const char *cp = getenv("ECO_FAKE_NVML_COUNTER_MS");
-    const char *ru = getenv("ECO_FAKE_NVML_READ_US");
+    const char *ru = getenv("ECO_FAKE_NVML_READ_US"), *st = getenv("ECO_FAKE_NVML_STALL_MS");
+    if (st) stall_ms = atof(st);
     if (cp) counter_period = atof(cp) / 1000.0;
     if (ru) read_us = atof(ru);
     if (!s) return;
@@ -160,6 +166,14 @@ int nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *mj
     (void)dev;
     double t = now_mono() - origin;
     double t_update = floor(t / counter_period) * counter_period;
+    long next = lround(t_update / counter_period) + 1;
+    if (stall_ms > 0 && next % 2 && (double)next * counter_period - t < stall_ms / 1000.0) {
+        struct timespec stall = {0, (long)(stall_ms * 1e6)};
+        nanosleep(&stall, NULL);
+        t = now_mono() - origin;
+        t_update = floor(t / counter_period) * counter_period;
+    }
+    last_tick = t_update;
     struct timespec cost = {0, (long)(read_us * 1000)};
     nanosleep(&cost, NULL);
     *mj = COUNTER_BASE_MJ + (unsigned long long)llround(energy_to(t_update) * 1000.0);
@@ -231,3 +245,5 @@ int nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long 
     return 0;
 }
 int nvmlDeviceGetPersistenceMode(nvmlDevice_t dev, int *mode) { (void)dev; *mode = 1; return 0; }
+
+double fake_nvml_last_tick_s(void) { return origin + last_tick; }

@@ -124,6 +124,31 @@ static void test_aliasing_polled_power_wrong_counter_right(void **state)
     eco_nvml_close(m);
 }
 
+/* A reader preempted across a counter update stamps the edge up to the stall early. Every other update of the
+ * fake stalls a read 30 ms: edge reads must pass those over and land within a few ms of the true update time. */
+static void test_edge_reads_skip_a_preempted_update(void **state)
+{
+    (void)state;
+    setenv("ECO_FAKE_NVML_STALL_MS", "30", 1);
+    eco_nvml *m = open_fake("const:300");
+    void *h = dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    union { void *obj; double (*fn)(void); } tick = {.obj = dlsym(h, "fake_nvml_last_tick_s")};
+    dlclose(h);
+    assert_non_null(tick.obj);
+    double worst = 0;
+    for (int i = 0; i < 6; i++) {
+        eco_counter_read r;
+        assert_int_equal(eco_nvml_read_counter_edge(m, 0.5, &r), ECO_OK);
+        double off = r.t_before_s - tick.fn();
+        if (fabs(off) > worst) worst = fabs(off);
+    }
+    print_message("edge stamps within %.2f ms of the true updates\n", worst * 1e3);
+    assert_true(worst < 0.006); /* a read or two (2 ms each), not the 30 ms stall */
+    eco_nvml_close(m);
+    unsetenv("ECO_FAKE_NVML_STALL_MS");
+}
+
 static void test_trapz_exact_on_linear_ramp(void **state)
 {
     (void)state;
@@ -146,7 +171,7 @@ int main(void)
         cmocka_unit_test(test_card_fields),
         cmocka_unit_test(test_counter_matches_truth_constant),
         cmocka_unit_test(test_aliasing_polled_power_wrong_counter_right),
-        cmocka_unit_test(test_trapz_exact_on_linear_ramp),
+        cmocka_unit_test(test_edge_reads_skip_a_preempted_update), cmocka_unit_test(test_trapz_exact_on_linear_ramp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
