@@ -273,9 +273,16 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(wide(), ECO_PREC_FP16, 0.9999);
     unsetenv("ECO_CUDA_MMA");
     unsetenv("ECO_CUDA_SWIGLU_ADJACENT");
-    /* qkv summed by atomic adds into zeroed memory, bias / RoPE / KV write in rope_kv, which zeroes it again
-     * (experiment): every format at two shapes (16 column slices: many adds per row), Qwen2 (qkv bias), and nf4
-     * with qkv a row per lane (split row groups add atomically); a sum left unzeroed shows from the 2nd token */
+    /* qkv summed by atomic adds into zeroed memory (experiment), bias / RoPE / KV write in rope_kv, which zeroes
+     * the sums again ("apart"): every format at one shape (16 column slices: many adds per row) and Qwen2 (qkv
+     * bias). A sum left unzeroed shows from the 2nd token */
+    setenv("ECO_CUDA_QKV_ATOMIC", "apart", 1);
+    const char *apart_shapes[] = {"1,1,16"};
+    medium_every_format_per_shape(apart_shapes, 1, "ECO_CUDA_QKV_ATOMIC=apart ");
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    /* the same with bias / RoPE / KV write in the attention kernel and the sums zeroed by the next rmsnorm ("1"):
+     * every format at two shapes, Qwen2 (qkv bias), and nf4 with qkv a row per lane (split row groups add
+     * atomically); windows and attention splits in test_attention_long_context_and_window */
     setenv("ECO_CUDA_QKV_ATOMIC", "1", 1);
     const char *atomic_shapes[] = {"4,1,4", "1,1,16"};
     medium_every_format_per_shape(atomic_shapes, 2, "ECO_CUDA_QKV_ATOMIC=1 ");
@@ -284,8 +291,18 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     setenv("ECO_CUDA_NF4", "rows", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    unsetenv("ECO_CUDA_NF4");
+    /* the RMSNorm inside the row-per-lane qkv and gate_up (experiment), with qkv's RoPE epilogue on that decoder
+     * and with the atomic sums (gate_up then zeroes them): nf4 and nf4-dq, Qwen2 (bias) */
+    setenv("ECO_CUDA_NORM_IN_MATVEC", "1", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_QKV_ATOMIC");
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    compare(ECO_FAMILY_LLAMA, ECO_PREC_FP16, 0.9999); /* no nf4 linears: the norm kernels stay */
+    unsetenv("ECO_CUDA_NORM_IN_MATVEC");
+    unsetenv("ECO_CUDA_NF4");
     /* every linear on the tensor-core matvec (fp16 since session 11 by default for big linears) and nf4 on
      * the row-per-lane decoder, qkv, gate_up and lm_head included */
     setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);
@@ -481,7 +498,8 @@ static void test_design_fits_the_energy_schema(void **state)
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
-                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}};
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"},
+                                {"ECO_CUDA_NORM_IN_MATVEC", "1"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -762,8 +780,9 @@ static void long_context(eco_model_family fam, int window, const char *env, int 
         if (cs < worst) worst = cs;
         if (top2_margin(lc, c.vocab) > 1e-2) { assert_int_equal(eco_argmax(lc, c.vocab), eco_argmax(lg, c.vocab)); compared++; }
     }
-    print_message("%-8s window %-4d %-24s %d positions: worst logits cosine %.7f, %d tokens compared\n",
-                  eco_model_family_name(fam), window, env ? env : "default splits", steps, worst, compared);
+    const char *qa = getenv("ECO_CUDA_QKV_ATOMIC");
+    print_message("%-8s window %-4d %-24s%s %d positions: worst logits cosine %.7f, %d tokens compared\n",
+                  eco_model_family_name(fam), window, env ? env : "default splits", qa ? " QKV_ATOMIC" : "", steps, worst, compared);
     assert_true(worst >= 0.9999);
     assert_true(compared >= steps / 2);
     free(lc);
@@ -784,6 +803,15 @@ static void test_attention_long_context_and_window(void **state)
     long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
     long_context(ECO_FAMILY_MISTRAL, 50, "ECO_CUDA_ATTN_SPLITS=3", 200);
     long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
+    /* RoPE, bias and the KV write in the attention kernel (ECO_CUDA_QKV_ATOMIC=1): the row at pos comes from
+     * shared memory and one block per KV head writes it: splits, GQA (Llama, Qwen2 with its bias), a window,
+     * Phi-3 without GQA */
+    setenv("ECO_CUDA_QKV_ATOMIC", "1", 1);
+    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_SPLITS=3", 120);
+    long_context(ECO_FAMILY_QWEN2, 0, "ECO_CUDA_ATTN_MIN=8", 150);
+    long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
+    long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* A malformed split count or block size is refused, not ignored. */
     eco_model_config c = tiny(ECO_FAMILY_LLAMA);
     eco_weights *w;
@@ -803,6 +831,10 @@ static void test_attention_long_context_and_window(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_OCC"));
     unsetenv("ECO_CUDA_NF4_OCC");
+    setenv("ECO_CUDA_QKV_ATOMIC", "yes", 1);
+    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_QKV_ATOMIC"));
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
     eco_weights_free(w);
 }
 

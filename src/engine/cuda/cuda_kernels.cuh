@@ -126,6 +126,11 @@ struct MatvecParams {
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
+    const float *norm_x;         // nf4 rows with the RMSNorm inside: x = fp16(norm_x * rsqrt(mean(norm_x^2) + eps) * norm_w)
+    const float *norm_w;
+    float norm_eps;
+    float *zero;                 // nf4 rows: zero_n floats to zero after the wait (the atomic qkv sums), or NULL
+    int zero_n;
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
@@ -741,7 +746,8 @@ template <bool Quantize>
 __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict__ x, const float *__restrict__ weight,
                                                         __half *__restrict__ out, int n, float eps, float threshold,
                                                         int8_t *__restrict__ xq, float *__restrict__ x_absmax,
-                                                        int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers)
+                                                        int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers,
+                                                        float *__restrict__ zero, int zero_n)
 {
     grid_dependents_launch();
     __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
@@ -758,6 +764,8 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
         if (i < n4) g[k] = __ldg(w4 + i);
     }
     grid_dependency_wait();
+    // zero: memory a kernel before this one has finished with (the atomic qkv sums, read by attention)
+    for (int i = threadIdx.x; i < zero_n; i += kNormThreads) zero[i] = 0.f;
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < kNormCached; k++) {
@@ -918,14 +926,43 @@ __device__ __forceinline__ void attn_load_current(AttnRows<ND> &g, const __half 
     }
 }
 
+// Consume: the row at pos from shared memory instead (the cache's row may not be written yet).
 template <int ND>
+__device__ __forceinline__ void attn_take_current(AttnRows<ND> &g, const __half *k_now, const __half *v_now, int t0, int w1,
+                                                  int pos, int lane, int head_dim)
+{
+#pragma unroll
+    for (int j = 0; j < kAttnGroup; j++) {
+        if (t0 + j != pos || pos >= w1) continue;
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            int d = lane + kWarp * i;
+            if (d < head_dim) { g.k[j][i] = k_now[d]; g.v[j][i] = v_now[d]; }
+        }
+    }
+}
+
+// Consume (ECO_CUDA_QKV_ATOMIC): the qkv matvec left raw sums (no bias, no RoPE) in `qkv`, and this kernel does
+// what rope_kv would have, without a kernel of its own: each block rotates its head's q and its KV head's k at
+// pos (and adds v's bias) into shared memory after the wait, uses that row in place of the cache's, and one
+// block per KV head (split 0 of its first q head) writes it to the cache. So no load of this kernel may read
+// the row at pos from the cache. The sums are zeroed later (the next rmsnorm), once every block has read them.
+struct AttnConsume {
+    const float *bias;     // [q | k | v] bias or NULL
+    const float2 *rope;    // cos/sin per position and pair
+    __half *k_store, *v_store; // the cache again, for the row at pos (never read through these)
+};
+
+template <int ND, bool Consume>
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window, int min_per_block,
-                          float *__restrict__ partial, int *__restrict__ done)
+                          float *__restrict__ partial, int *__restrict__ done, const AttnConsume cons)
 {
     grid_dependents_launch();
     __shared__ float warp_m[kAttnWarps], warp_l[kAttnWarps], warp_acc[kAttnWarps][kAttnMaxHeadDim];
+    __shared__ float q_rot[Consume ? kAttnMaxHeadDim : 1];
+    __shared__ __half k_now[Consume ? kAttnMaxHeadDim : 1], v_now[Consume ? kAttnMaxHeadDim : 1];
     __shared__ bool last;
     int h = blockIdx.x, split = blockIdx.y, pos = *pos_ptr; // pos: final before this token began
     int kvh = h / (heads / kv_heads), kv_dim = kv_heads * head_dim;
@@ -944,22 +981,53 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
     attn_load<ND, false>(cur, kbase, vbase, kv_dim, w0, w1, pos, lane, head_dim);
     attn_load<ND, false>(next, kbase, vbase, kv_dim, w0 + kAttnGroup, w1, pos, lane, head_dim);
     grid_dependency_wait();
-    attn_load_current<ND>(cur, kbase, vbase, kv_dim, w0, w1, pos, lane, head_dim);
-    attn_load_current<ND>(next, kbase, vbase, kv_dim, w0 + kAttnGroup, w1, pos, lane, head_dim);
+    if constexpr (Consume) {
+        // as rope_kv: q stays fp32, k and v are rounded to fp16 as the cache holds them
+        int half_dim = head_dim / 2, q_dim = heads * head_dim;
+        const float *qs = qkv + h * head_dim, *ks = qkv + q_dim + kvh * head_dim, *vs = ks + kv_dim;
+        const float *qb = cons.bias ? cons.bias + h * head_dim : NULL, *kb = cons.bias ? cons.bias + q_dim + kvh * head_dim : NULL;
+        for (int i = threadIdx.x; i < half_dim; i += blockDim.x) {
+            float2 cs = cons.rope[(size_t)pos * half_dim + i];
+            float a = __ldcg(qs + i) + (qb ? qb[i] : 0.f), b = __ldcg(qs + i + half_dim) + (qb ? qb[i + half_dim] : 0.f);
+            q_rot[i] = a * cs.x - b * cs.y;
+            q_rot[i + half_dim] = b * cs.x + a * cs.y;
+            a = __ldcg(ks + i) + (kb ? kb[i] : 0.f);
+            b = __ldcg(ks + i + half_dim) + (kb ? kb[i + half_dim] : 0.f);
+            k_now[i] = __float2half(a * cs.x - b * cs.y);
+            k_now[i + half_dim] = __float2half(b * cs.x + a * cs.y);
+        }
+        for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
+            v_now[d] = __float2half(__ldcg(vs + d) + (cons.bias ? cons.bias[q_dim + kv_dim + kvh * head_dim + d] : 0.f));
+        __syncthreads();
+        if (split == 0 && h % (heads / kv_heads) == 0)
+            for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+                size_t at = (size_t)pos * kv_dim + kvh * head_dim + d;
+                cons.k_store[at] = k_now[d];
+                cons.v_store[at] = v_now[d];
+            }
+        attn_take_current<ND>(cur, k_now, v_now, w0, w1, pos, lane, head_dim);
+        attn_take_current<ND>(next, k_now, v_now, w0 + kAttnGroup, w1, pos, lane, head_dim);
+    } else {
+        attn_load_current<ND>(cur, kbase, vbase, kv_dim, w0, w1, pos, lane, head_dim);
+        attn_load_current<ND>(next, kbase, vbase, kv_dim, w0 + kAttnGroup, w1, pos, lane, head_dim);
+    }
     const float *q = qkv + h * head_dim;
     float scale = rsqrtf((float)head_dim);
     float qr[ND], acc[ND];
 #pragma unroll
     for (int i = 0; i < ND; i++) {
         int d = lane + kWarp * i;
-        qr[i] = d < head_dim ? __ldcg(q + d) : 0.f;
+        qr[i] = d < head_dim ? (Consume ? q_rot[d] : __ldcg(q + d)) : 0.f;
         acc[i] = 0.f;
     }
     float m = -INFINITY, l = 0.f;
     for (int t0 = w0; t0 < w1; t0 += kAttnGroup) {
         AttnRows<ND> g = cur;
         cur = next;
-        if (t0 + 2 * kAttnGroup < w1) attn_load<ND, true>(next, kbase, vbase, kv_dim, t0 + 2 * kAttnGroup, w1, -1, lane, head_dim);
+        if (t0 + 2 * kAttnGroup < w1) {
+            attn_load<ND, true>(next, kbase, vbase, kv_dim, t0 + 2 * kAttnGroup, w1, Consume ? pos : -1, lane, head_dim);
+            if constexpr (Consume) attn_take_current<ND>(next, k_now, v_now, t0 + 2 * kAttnGroup, w1, pos, lane, head_dim);
+        }
         float sc[kAttnGroup];
 #pragma unroll
         for (int j = 0; j < kAttnGroup; j++) {
