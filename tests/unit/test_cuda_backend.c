@@ -291,18 +291,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     setenv("ECO_CUDA_NF4", "rows", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    /* the RMSNorm inside the row-per-lane qkv and gate_up (experiment), with qkv's RoPE epilogue on that decoder
-     * and with the atomic sums (gate_up then zeroes them): nf4 and nf4-dq, Qwen2 (bias) */
-    setenv("ECO_CUDA_NORM_IN_MATVEC", "1", 1);
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_QKV_ATOMIC");
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-    compare(ECO_FAMILY_LLAMA, ECO_PREC_FP16, 0.9999); /* no nf4 linears: the norm kernels stay */
-    unsetenv("ECO_CUDA_NORM_IN_MATVEC");
     unsetenv("ECO_CUDA_NF4");
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* every linear on the tensor-core matvec (fp16 since session 11 by default for big linears) and nf4 on
      * the row-per-lane decoder, qkv, gate_up and lm_head included */
     setenv("ECO_CUDA_MMA", "fp16,int8,fp8", 1);
@@ -374,12 +364,21 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    /* qkv's RoPE epilogue on the row-per-lane decoder (split row groups deposit, the last warp runs it): where
+     * ECO_CUDA_NF4=rows put qkv before the atomic qkv became the default for a qkv on that decoder */
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    setenv("ECO_CUDA_QKV_ATOMIC", "0", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
     setenv("ECO_CUDA_NF4", "rows", 1);
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    /* the size rule moved: every linear of >= 2^20 weights on the lane decoder, residual ones on rows */
+    /* the size rule moved: every linear of >= 2^20 weights on the lane decoder, residual ones on rows (qkv too:
+     * the atomic qkv by default) */
     unsetenv("ECO_CUDA_NF4");
     setenv("ECO_CUDA_NF4_LANES_MIN", "0", 1);
     setenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "0", 1);
@@ -498,8 +497,7 @@ static void test_design_fits_the_energy_schema(void **state)
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
-                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"},
-                                {"ECO_CUDA_NORM_IN_MATVEC", "1"}};
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);

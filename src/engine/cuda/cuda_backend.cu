@@ -63,9 +63,9 @@ struct Design {
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
-    bool norm_in_matvec;   // ECO_CUDA_NORM_IN_MATVEC=1: RMSNorm inside the nf4 row-per-lane qkv and gate_up (fused path only)
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
-                           // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"); -1: did not parse
+                           // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
+                           // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -113,11 +113,15 @@ constexpr int kNf4RowsMinAspect = 4;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
 
-// ECO_CUDA_QKV_ATOMIC (experiment): qkv summed like a residual add into zeroed memory, so no warp waits for a
-// row group's last one and the nf4 qkv goes on the row-per-lane decoder; bias, RoPE and the KV write then run
-// in the attention kernel ("1") or in a rope_kv kernel of their own ("apart", session 13's form: Qwen2.5-7B nf4
-// 575.6 vs 551.5 tok/s, Llama-3.1-8B 530.1 vs 524.3, side by side on the H200, data/h200/README.md session 14).
-constexpr int kQkvAtomicOff = 0, kQkvAtomicAttention = 1, kQkvAtomicApart = 2;
+// qkv summed like a residual add into zeroed memory, so no warp waits for a row group's last one and the nf4 qkv
+// goes on the row-per-lane decoder (as o does); bias, RoPE and the KV write then run in the attention kernel,
+// and the next rmsnorm zeroes the sums. By default where it moves an nf4 qkv onto that decoder (a residual of
+// >= ECO_CUDA_NF4_ROWS_MIN_RESIDUAL weights): side by side on the H200 (data/h200/README.md, session 14),
+// Qwen2.5-7B nf4 576.4 vs 553.5 / 553.6 tok/s, Llama-3.1-8B 535.0 vs 522.6 / 522.4; but Qwen2.5-0.5B 1614.8 vs
+// 1693.7 and 3B 626.5 vs 661.0, whose qkv stays on the other decoders and then only gains atomics. RoPE in a
+// kernel of its own (session 13's form, "apart") 571.4 and 532.3. ECO_CUDA_QKV_ATOMIC=0, 1 (every format and
+// size) or apart overrides, for A/Bs.
+constexpr int kQkvAtomicOff = 0, kQkvAtomicAttention = 1, kQkvAtomicApart = 2, kQkvAtomicAuto = 3;
 
 // A scalar matvec whose weights fit in ECO_CUDA_L2_PREFETCH_MB (0: none) asks L2 for all of them before its
 // dependency wait, while the norm or attention before it leaves HBM idle. Side by side on the H200
@@ -168,9 +172,9 @@ Design requested_design(void)
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.swiglu_adjacent = env_is("ECO_CUDA_SWIGLU_ADJACENT", "1");
     const char *qa = getenv("ECO_CUDA_QKV_ATOMIC");
-    d.qkv_atomic = !qa || !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
+    d.qkv_atomic = !qa ? kQkvAtomicAuto : !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention
+                 : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
-    d.norm_in_matvec = d.fused && env_is("ECO_CUDA_NORM_IN_MATVEC", "1");
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -254,7 +258,6 @@ struct State {
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
-    bool norm_in_matvec; /* RMSNorm inside nf4 row-per-lane qkv / gate_up (their norm kernels dropped) */
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
                         writes KV; the next rmsnorm or rope_kv zeroes it */
     float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
@@ -284,7 +287,6 @@ eco_err apply_design(State *s, const Design &d)
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
-    s->norm_in_matvec = d.norm_in_matvec;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -833,8 +835,6 @@ int pick_splits(const State *s, int units, int chunks)
 struct MatvecOut {
     int epilogue;
     bool x_quantized; // LLM.int8(): the norm that wrote x also quantized it (no quantize_activations)
-    const float *norm_w; // nf4 rows only: x is the RMSNorm of the residual s->x with these weights, computed inside
-    float *zero;         // with norm_w: floats (the atomic qkv sums) for the kernel to zero after its wait
     float *y;
     __half *act;
     const float *bias;
@@ -895,8 +895,7 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh, bool norm);
-size_t rows_smem_bytes(bool dq, bool norm, int cols);
+MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh);
 
 eco_err allow_large_shared_memory(void)
 {
@@ -908,9 +907,7 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (const RowsShape &sh : kNf4RowsShapes)
-                for (int norm = 0; norm < 2; norm++)
-                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, sh, norm), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)rows_smem_bytes(dq, norm, kRowsNormMaxCols)));
+                CK(cudaFuncSetAttribute(pick_rows(dq, bs, sh), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -998,26 +995,23 @@ eco_err tile_linear(State *s, Linear &l, int map)
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
 // am: chunks a step that share one absmax (rows_am_every, at most U).
-template <int Warps, int U, int PerSm, bool Norm> MatvecFn pick_rows_am(bool dq, int am)
+template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
-    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Norm>
-                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm, Norm> : matvec_nf4_rows<true, 1, Warps, U, PerSm, Norm>;
-    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm, Norm>
-           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm, Norm> : matvec_nf4_rows<false, 1, Warps, U, PerSm, Norm>;
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
 }
 
-// The kernel for a shape of kNf4RowsShapes whose steps share 1, 2 or 4 absmax; norm: with the RMSNorm inside.
-MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh, bool norm)
+// The kernel for a shape of kNf4RowsShapes whose steps share 1, 2 or 4 absmax.
+MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh)
 {
     int am = rows_am_every(blocksize, sh.u);
-    if (sh.warps == 8 && sh.u == 2) return norm ? pick_rows_am<8, 2, 3, true>(dq, am) : pick_rows_am<8, 2, 3, false>(dq, am);
-    if (sh.warps == 16) return norm ? pick_rows_am<16, 1, 2, true>(dq, am) : pick_rows_am<16, 1, 2, false>(dq, am);
-    return norm ? pick_rows_am<8, 4, 2, true>(dq, am) : pick_rows_am<8, 4, 2, false>(dq, am);
+    if (sh.warps == 8 && sh.u == 2) return pick_rows_am<8, 2, 3>(dq, am);
+    if (sh.warps == 16) return pick_rows_am<16, 1, 2>(dq, am);
+    return pick_rows_am<8, 4, 2>(dq, am);
 }
-
-// Dynamic shared memory of a row-per-lane launch: the table (and dynamic map), and x when the norm is inside.
-size_t rows_smem_bytes(bool dq, bool norm, int cols) { return lanes_smem_bytes(dq) + (norm ? (size_t)cols * sizeof(__half) : 0); }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
 // that read them there; what it held is not kept.
@@ -1043,8 +1037,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, rs, s->norm_in_matvec), rs.warps * kWarp,
-                                                     rows_smem_bytes(dq, s->norm_in_matvec, d.cols)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, rs), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
     int slots = sh.slots;
@@ -1062,6 +1055,16 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 bool nf4_rows_by_default(const State *s, long rows, long cols, bool residual)
 {
     return (rows >= kNf4RowsMinAspect * cols && rows * cols >= kNf4RowsMinTall) || (residual && rows * cols >= s->nf4_rows_min_residual);
+}
+
+// kQkvAtomicAuto: the atomic qkv where it puts an nf4 qkv on the row-per-lane decoder (interleave_nf4's rule).
+bool qkv_atomic_by_default(const State *s, int format)
+{
+    const eco_model_config &c = s->cfg;
+    long rows = (long)(c.heads + 2 * c.kv_heads) * c.head_dim, cols = c.hidden;
+    bool nf4 = format == ECO_PREC_NF4 || format == ECO_PREC_NF4_DQ;
+    return nf4 && s->nf4_rows && !mma_format_ok(s, format, (int)cols) && cols % (32 * kNf4RowsU) == 0 &&
+           (s->nf4_rows_any_size || nf4_rows_by_default(s, rows, cols, true));
 }
 
 // Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
@@ -1302,20 +1305,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        bool norm = out.norm_w != NULL;
-        if (norm) {
-            if (d.cols > kRowsNormMaxCols) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: RMSNorm inside a matvec of %d columns", d.cols);
-            const eco_model_config &cf = s->cfg;
-            p.norm_x = s->x;
-            p.norm_w = out.norm_w;
-            p.norm_eps = (float)cf.rms_eps;
-            p.zero = out.zero;
-            p.zero_n = out.zero ? (cf.heads + 2 * cf.kv_heads) * cf.head_dim : 0;
-        }
-        return launch(s, true, pick_rows(dq, d.blocksize, rs, norm), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
-                      rows_smem_bytes(dq, norm, d.cols), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
-    if (out.norm_w) return eco_fail(ECO_ESTATE, "CUDA backend: RMSNorm inside a matvec that is not nf4 a row per lane");
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
         unsigned blocks = (unsigned)(((long)units * p.splits + kNf4LaneWarps - 1) / kNf4LaneWarps);
@@ -1393,21 +1384,17 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        // ECO_CUDA_NORM_IN_MATVEC: a linear on the nf4 row-per-lane decoder normalizes the residual itself
-        bool attn_norm_inside = s->norm_in_matvec && L.qkv.d.nf4_rows, mlp_norm_inside = s->norm_in_matvec && L.gate_up.d.nf4_rows;
-        if (!attn_norm_inside && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->qkv_atomic) {
             // Experiment: the sums as a residual add into zeroed memory (column slices and row groups split between
             // warps add atomically, nothing waits for a group's last warp), then one small kernel for the epilogue.
             MatvecOut o = plain(EP_ADD, s->qkv_raw);
             o.x_quantized = quantize_in_norm;
-            if (attn_norm_inside) o.norm_w = L.attn_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
             if (s->qkv_atomic == kQkvAtomicApart && (e = launch_rope_kv(s, L, true))) return e;
         } else if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
             o.x_quantized = quantize_in_norm;
-            if (attn_norm_inside) o.norm_w = L.attn_norm;
             o.bias = L.qkv_bias;
             o.k_cache = L.k_cache;
             o.v_cache = L.v_cache;
@@ -1421,15 +1408,10 @@ eco_err enqueue_token(State *s)
         bool rope_in_attention = s->qkv_atomic == kQkvAtomicAttention;
         if ((e = launch_attention(s, L, window, rope_in_attention))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        float *consumed = rope_in_attention ? s->qkv_raw : NULL;
-        if (!mlp_norm_inside && (e = launch_norm(s, L.mlp_norm, quantize_in_norm, consumed))) return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
             o.x_quantized = quantize_in_norm;
-            if (mlp_norm_inside) {
-                o.norm_w = L.mlp_norm;
-                o.zero = consumed;
-            }
             o.act = s->act;
             if ((e = launch_matvec(s, L.gate_up, s->xn, o))) return e;
         } else {
@@ -1515,6 +1497,8 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = nf4_grid_env(s))) return e;
+    if (s->qkv_atomic == kQkvAtomicAuto)
+        s->qkv_atomic = qkv_atomic_by_default(s, p) ? kQkvAtomicAttention : kQkvAtomicOff;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
@@ -2091,14 +2075,14 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0,
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
-                                                   : "",
-             d.norm_in_matvec ? "; RMSNorm inside nf4 row-per-lane matvecs" : "");
+             : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
+                                                   : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

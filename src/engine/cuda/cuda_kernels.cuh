@@ -126,11 +126,6 @@ struct MatvecParams {
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
-    const float *norm_x;         // nf4 rows with the RMSNorm inside: x = fp16(norm_x * rsqrt(mean(norm_x^2) + eps) * norm_w)
-    const float *norm_w;
-    float norm_eps;
-    float *zero;                 // nf4 rows: zero_n floats to zero after the wait (the atomic qkv sums), or NULL
-    int zero_n;
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])

@@ -252,56 +252,10 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
-// Norm (ECO_CUDA_NORM_IN_MATVEC): the block computes the RMSNorm of p.norm_x itself, after the wait, into shared
-// memory (as the rmsnorm kernel would: x * r * weight rounded to fp16), instead of a norm kernel before it
-// writing x: one kernel and one hand-over fewer on the critical path, for a read of the residual (L2) per block.
-// Registers hold up to kRowsNormCached float4 of the residual and of the weights per thread between the passes.
-constexpr int kRowsNormCached = 3;
-constexpr int kRowsNormMaxCols = 16384; // the shared memory reserved for x (fp16): 32 KB
-
-template <int Threads> __device__ __forceinline__ void rows_norm_to_shared(const MatvecParams &p, __half *xs)
-{
-    __shared__ float red[Threads / kWarp];
-    const float4 *x4 = reinterpret_cast<const float4 *>(p.norm_x), *w4 = reinterpret_cast<const float4 *>(p.norm_w);
-    const int n4 = p.cols / 4; // cols is a multiple of 128 on this decoder
-    float4 v[kRowsNormCached], g[kRowsNormCached];
-    float ss = 0.f;
-#pragma unroll
-    for (int k = 0; k < kRowsNormCached; k++) {
-        int i = threadIdx.x + k * Threads;
-        if (i < n4) {
-            v[k] = __ldcg(x4 + i);
-            g[k] = __ldg(w4 + i);
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < kRowsNormCached; k++)
-        if (threadIdx.x + k * Threads < n4) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
-    for (int i = threadIdx.x + kRowsNormCached * Threads; i < n4; i += Threads) {
-        float4 t = __ldcg(x4 + i);
-        ss += t.x * t.x + t.y * t.y + t.z * t.z + t.w * t.w;
-    }
-    ss = warp_sum(ss);
-    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = ss;
-    __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int w = 0; w < Threads / kWarp; w++) total += red[w];
-    const float r = rsqrtf(total / p.cols + p.norm_eps);
-    auto emit = [&](int i, float4 xv, float4 gv) {
-        __half2 lo = __floats2half2_rn(xv.x * r * gv.x, xv.y * r * gv.y), hi = __floats2half2_rn(xv.z * r * gv.z, xv.w * r * gv.w);
-        reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
-    };
-#pragma unroll
-    for (int k = 0; k < kRowsNormCached; k++)
-        if (threadIdx.x + k * Threads < n4) emit(threadIdx.x + k * Threads, v[k], g[k]);
-    for (int i = threadIdx.x + kRowsNormCached * Threads; i < n4; i += Threads) emit(i, __ldcg(x4 + i), __ldg(w4 + i));
-}
-
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
-// shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's, then (Norm) x in fp16.
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, bool Norm>
+// shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
@@ -319,17 +273,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
-    __half *xs = reinterpret_cast<__half *>(nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0));
-    if constexpr (Norm) {
-        if (p.zero)
-            for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.zero_n; i += gridDim.x * blockDim.x) p.zero[i] = 0.f;
-        rows_norm_to_shared<Warps * kWarp>(p, xs);
-        __syncthreads();
-    }
     if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
-    const uint4 *x = Norm ? reinterpret_cast<const uint4 *>(xs) : reinterpret_cast<const uint4 *>(p.x);
+    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -347,7 +294,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
             uint4 xh[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = Norm ? x[(c + u) * 4 + i] : __ldca(x + (size_t)(c + u) * 4 + i);
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
             dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
