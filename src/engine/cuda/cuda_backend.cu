@@ -1333,7 +1333,8 @@ MatvecOut plain(int epilogue, float *y)
 
 // The launches of one token. Token and position are read from device memory, so a captured graph replays.
 // Fused: rmsnorm, qkv (+bias, RoPE, KV write), attention, o (+residual), rmsnorm, gate_up (+SwiGLU),
-// down (+residual): 7 kernels a layer. Unfused (reference-stack mode): 9, as separate steps.
+// down (+residual): 7 kernels a layer; with the atomic qkv, bias, RoPE and the KV write move into attention.
+// Unfused (reference-stack mode): 9, as separate steps.
 // zero: floats for the norm to zero after its wait (the qkv sums attention consumed), or NULL.
 eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = NULL)
 {
