@@ -364,6 +364,14 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    /* the rest of each warp's range asked of L2 before the wait (experiment; a hint, the numbers must not move),
+     * with every linear on the row-per-lane decoder, nf4 and nf4-dq (their absmax and code bytes) */
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    setenv("ECO_CUDA_NF4_ROWS_PREFETCH", "1", 1);
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_ROWS_PREFETCH");
+    unsetenv("ECO_CUDA_NF4");
     /* qkv's RoPE epilogue on the row-per-lane decoder (split row groups deposit, the last warp runs it): where
      * ECO_CUDA_NF4=rows put qkv before the atomic qkv became the default for a qkv on that decoder */
     setenv("ECO_CUDA_NF4", "rows", 1);
@@ -497,7 +505,8 @@ static void test_design_fits_the_energy_schema(void **state)
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
-                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}};
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"},
+                                {"ECO_CUDA_NF4_ROWS_PREFETCH", "1"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);

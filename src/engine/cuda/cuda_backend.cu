@@ -62,6 +62,7 @@ struct Design {
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
+    bool nf4_rows_prefetch; // ECO_CUDA_NF4_ROWS_PREFETCH=1: row-per-lane linears up to that size too (experiment)
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
@@ -188,6 +189,7 @@ Design requested_design(void)
     const char *pf = getenv("ECO_CUDA_L2_PREFETCH_MB");
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
+    d.nf4_rows_prefetch = env_is("ECO_CUDA_NF4_ROWS_PREFETCH", "1");
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
@@ -257,6 +259,7 @@ struct State {
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
+    bool nf4_rows_prefetch; /* and nf4 row-per-lane ones, past each warp's first step (experiment) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
                         writes KV; the next rmsnorm or rope_kv zeroes it */
@@ -278,6 +281,7 @@ eco_err apply_design(State *s, const Design &d)
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
     s->l2_prefetch_bytes = (long)d.l2_prefetch_mb << 20;
+    s->nf4_rows_prefetch = d.nf4_rows_prefetch;
     s->nf4_lanes = d.nf4_lanes;
     s->nf4_occ = d.nf4_occ;
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
@@ -1305,6 +1309,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+        if (s->nf4_rows_prefetch && s->pdl && (size_t)d.rows * d.cols / 2 <= (size_t)s->l2_prefetch_bytes) p.l2_prefetch = 1;
         return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -2076,10 +2081,11 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
+             "matvec R.U.S %s; scalar%s matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
-             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.pdl ? d.l2_prefetch_mb : 0,
+             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.nf4_rows_prefetch ? " and nf4 row-per-lane" : "",
+             d.pdl ? d.l2_prefetch_mb : 0,
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"

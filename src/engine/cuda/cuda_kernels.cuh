@@ -120,7 +120,7 @@ struct MatvecParams {
     const int *pos;
     __half *k_cache, *v_cache;
     int heads, kv_heads, head_dim;
-    unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
+    unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait (nf4 rows: 1, the rest of each warp's range)
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     float *partials;             // its deposits [groups][slots][R][32]

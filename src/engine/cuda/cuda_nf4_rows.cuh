@@ -270,6 +270,19 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
     RowsStep<DoubleQuant, R, U> cur;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
+    // ECO_CUDA_NF4_ROWS_PREFETCH (experiment): a small linear's first steps cover only part of it, and the kernel
+    // before (attention, a norm) leaves HBM idle; the rest of this warp's range, one contiguous run of bytes (and
+    // of its absmax or codes), is asked of L2 now. Lane 0 the weights, lane 1 the scales.
+    if (p.l2_prefetch && f0 + U < f1 && lane < 2) {
+        constexpr size_t kStep = (size_t)R * kWarp; // uint4 of weights, and scale entries of a block, per chunk / block
+        if (lane == 0) {
+            prefetch_l2(reinterpret_cast<const uint4 *>(p.w) + (size_t)(f0 + U) * kStep, (unsigned)((size_t)(f1 - f0 - U) * kStep * 16));
+        } else {
+            size_t b0 = (size_t)((f0 + U) >> p.chunk_shift), b1 = (size_t)((f1 - 1) >> p.chunk_shift) + 1;
+            if (DoubleQuant) prefetch_l2(p.absmax_q + b0 * kStep, (unsigned)((b1 - b0) * kStep));
+            else prefetch_l2(p.absmax + b0 * kStep, (unsigned)((b1 - b0) * kStep * sizeof(float)));
+        }
+    }
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
