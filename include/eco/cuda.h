@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "eco/err.h"
+#include "eco/model.h"
 #include "eco/quant.h"
 
 /* Reference-stack mode for engines created afterwards: launches one by one (no CUDA graph) and the host
@@ -33,6 +34,12 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
  * splits from the environment as in an engine), for tests of the kernels against eco_qmatvec on chosen inputs.
  * x is rounded to fp16 as the engine's activations are. */
 eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y) __attribute__((weak));
+
+/* How the engine, with this environment, would sum model c's qkv at `precision` (ECO_PREC_NF4_DQ for nf4 with
+ * double quant), on the host (no device needed): *atomic 0: qkv's own epilogue (bias, RoPE, KV write); 1: atomic
+ * sums, bias/RoPE/KV write in the attention kernel; 2: atomic sums, those in a kernel of their own. An
+ * environment that does not parse gives its error. */
+eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision, int *atomic) __attribute__((weak));
 
 /* Checks, on the host (no device needed), the nf4 row-per-lane layout of a linear of `rows` x `cols` and
  * its split over `warps` warps: every row in exactly one slot, the two rows of a unit in lanes l and l + 16

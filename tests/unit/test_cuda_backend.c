@@ -519,6 +519,60 @@ static void test_design_fits_the_energy_schema(void **state)
     json_decref(schema);
 }
 
+/* qkv summed by atomics with RoPE in attention (1) exactly where that puts an nf4 qkv on the row-per-lane
+ * decoder: a residual of >= 8M weights with columns in steps of 128, on the host (CI checks the rule without a
+ * GPU); 0 keeps qkv's own epilogue, 2 is RoPE apart. The environment overrides it, and a bad value is refused. */
+static int qkv_summing(const char *model, eco_precision p)
+{
+    const eco_model_config *c = eco_preset_find(model);
+    assert_non_null(c);
+    int atomic = -1;
+    assert_int_equal(eco_cuda_qkv_summing(c, p, &atomic), ECO_OK);
+    return atomic;
+}
+
+static void test_qkv_summing_rule(void **state)
+{
+    (void)state;
+    if (!eco_cuda_qkv_summing) skip();
+    const char *small[] = {"Qwen2.5-0.5B", "Qwen2.5-1.5B", "Qwen2.5-3B"}; /* qkv 1.0M, 3.1M, 5.2M weights */
+    const char *big[] = {"Qwen2.5-7B", "Llama-3.1-8B", "Mistral-7B-v0.3", "Qwen2.5-14B", "Phi-3-mini"};
+    for (size_t i = 0; i < 3; i++) assert_int_equal(qkv_summing(small[i], ECO_PREC_NF4), 0);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(qkv_summing(big[i], ECO_PREC_NF4), 1);
+        assert_int_equal(qkv_summing(big[i], ECO_PREC_NF4_DQ), 1);
+    }
+    const eco_precision others[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_FP8};
+    for (size_t i = 0; i < 4; i++) assert_int_equal(qkv_summing("Qwen2.5-7B", others[i]), 0);
+    setenv("ECO_CUDA_QKV_ATOMIC", "0", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);
+    setenv("ECO_CUDA_QKV_ATOMIC", "1", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-0.5B", ECO_PREC_FP16), 1);
+    setenv("ECO_CUDA_FUSE", "0", 1); /* the unfused path keeps its separate RoPE kernel */
+    assert_int_equal(qkv_summing("Qwen2.5-0.5B", ECO_PREC_FP16), 0);
+    unsetenv("ECO_CUDA_FUSE");
+    setenv("ECO_CUDA_QKV_ATOMIC", "apart", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_FP8), 2);
+    setenv("ECO_CUDA_QKV_ATOMIC", "yes", 1);
+    int atomic = -1;
+    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_QKV_ATOMIC"));
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
+    /* the rule follows the nf4 decoders' settings */
+    setenv("ECO_CUDA_NF4", "lanes", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);
+    setenv("ECO_CUDA_NF4", "rows", 1); /* every nf4 linear a row per lane: 0.5B's qkv too (896 columns) */
+    assert_int_equal(qkv_summing("Qwen2.5-0.5B", ECO_PREC_NF4), 1);
+    unsetenv("ECO_CUDA_NF4");
+    setenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "32", 1); /* 2^25: 7B's qkv (16.5M) no longer, 14B's (36.7M) still */
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);
+    assert_int_equal(qkv_summing("Qwen2.5-14B", ECO_PREC_NF4), 1);
+    unsetenv("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL");
+    setenv("ECO_CUDA_MMA", "nf4", 1); /* nf4 on the tensor-core matvec: not a row per lane */
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);
+    unsetenv("ECO_CUDA_MMA");
+}
+
 /* The nf4 row-per-lane layout and its split over warps, on the host (so CI checks it without a GPU): real
  * shapes of every kind of linear, rows not a multiple of the 64-row group, and warp counts from one (a warp
  * walks every group) to far more than there are steps (most get nothing, groups split between many). */
@@ -850,6 +904,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_fits_the_energy_schema),
         cmocka_unit_test(test_nf4_rows_layout_and_split),
+        cmocka_unit_test(test_qkv_summing_rule),
         cmocka_unit_test(test_mma_in_whole_models),
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),

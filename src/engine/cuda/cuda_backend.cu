@@ -1071,6 +1071,12 @@ bool qkv_atomic_by_default(const State *s, int format)
            (s->nf4_rows_any_size || nf4_rows_by_default(s, rows, cols, true));
 }
 
+// The design's kQkvAtomicAuto made concrete for this model (s->cfg) at `format`.
+void resolve_qkv_atomic(State *s, int format)
+{
+    if (s->qkv_atomic == kQkvAtomicAuto) s->qkv_atomic = qkv_atomic_by_default(s, format) ? kQkvAtomicAttention : kQkvAtomicOff;
+}
+
 // Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
 // epilogue mapping `map` every later launch of it will use (checked in launch_matvec; `residual`: launched with
 // a residual add). Not in reference-stack mode, not on the tensor-core path, and only for columns in whole
@@ -1503,8 +1509,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = nf4_grid_env(s))) return e;
-    if (s->qkv_atomic == kQkvAtomicAuto)
-        s->qkv_atomic = qkv_atomic_by_default(s, p) ? kQkvAtomicAttention : kQkvAtomicOff;
+    resolve_qkv_atomic(s, p);
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
@@ -1973,6 +1978,21 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     cudaFree(dx);
     cudaFree(dy);
     standalone_close(s);
+    return e;
+}
+
+eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision, int *atomic)
+{
+    State *s = (State *)calloc(1, sizeof(State));
+    if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
+    s->cfg = *c;
+    eco_err e = apply_design(s, requested_design());
+    if (!e) e = nf4_grid_env(s);
+    if (!e) {
+        resolve_qkv_atomic(s, precision);
+        *atomic = s->qkv_atomic;
+    }
+    free(s);
     return e;
 }
 
