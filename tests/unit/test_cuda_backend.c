@@ -257,6 +257,17 @@ static void medium_every_format_per_shape(const char *const *shapes, size_t n, c
 }
 
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
+/* Every nf4 linear a row per lane (ECO_CUDA_NF4=rows, left set) with `name`=`value`: nf4 and nf4-dq, Qwen2's bias. */
+static void nf4_rows_variant(const char *name, const char *value)
+{
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    setenv(name, value, 1);
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    unsetenv(name);
+}
+
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
     (void)state;
@@ -364,23 +375,12 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    /* the rest of each warp's range asked of L2 before the wait (experiment; a hint, the numbers must not move),
-     * with every linear on the row-per-lane decoder, nf4 and nf4-dq (their absmax and code bytes) */
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    setenv("ECO_CUDA_NF4_ROWS_PREFETCH", "1", 1);
-    compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    unsetenv("ECO_CUDA_NF4_ROWS_PREFETCH");
-    unsetenv("ECO_CUDA_NF4");
+    /* the rest of each warp's range asked of L2 before the wait (experiment; a hint, the numbers must not move:
+     * weights, absmax and nf4-dq's code bytes) */
+    nf4_rows_variant("ECO_CUDA_NF4_ROWS_PREFETCH", "1");
     /* qkv's RoPE epilogue on the row-per-lane decoder (split row groups deposit, the last warp runs it): where
      * ECO_CUDA_NF4=rows put qkv before the atomic qkv became the default for a qkv on that decoder */
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    setenv("ECO_CUDA_QKV_ATOMIC", "0", 1);
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_QKV_ATOMIC");
-    setenv("ECO_CUDA_NF4", "rows", 1);
+    nf4_rows_variant("ECO_CUDA_QKV_ATOMIC", "0");
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
