@@ -1061,14 +1061,20 @@ bool nf4_rows_by_default(const State *s, long rows, long cols, bool residual)
     return (rows >= kNf4RowsMinAspect * cols && rows * cols >= kNf4RowsMinTall) || (residual && rows * cols >= s->nf4_rows_min_residual);
 }
 
-// kQkvAtomicAuto: the atomic qkv where it puts an nf4 qkv on the row-per-lane decoder (interleave_nf4's rule).
+// Whether a linear of `format`, rows x cols goes a row per lane unless it is tiled for the tensor cores: nf4 with
+// that decoder on, columns in whole steps (128), and every linear asked for or the default rule's size.
+bool nf4_rows_takes(const State *s, int format, long rows, long cols, bool residual)
+{
+    bool nf4 = format == ECO_PREC_NF4 || format == ECO_PREC_NF4_DQ;
+    return nf4 && s->nf4_rows && cols % (32 * kNf4RowsU) == 0 && (s->nf4_rows_any_size || nf4_rows_by_default(s, rows, cols, residual));
+}
+
+// kQkvAtomicAuto: the atomic qkv where it puts an nf4 qkv on the row-per-lane decoder (as a residual).
 bool qkv_atomic_by_default(const State *s, int format)
 {
     const eco_model_config &c = s->cfg;
     long rows = (long)(c.heads + 2 * c.kv_heads) * c.head_dim, cols = c.hidden;
-    bool nf4 = format == ECO_PREC_NF4 || format == ECO_PREC_NF4_DQ;
-    return nf4 && s->nf4_rows && !mma_format_ok(s, format, (int)cols) && cols % (32 * kNf4RowsU) == 0 &&
-           (s->nf4_rows_any_size || nf4_rows_by_default(s, rows, cols, true));
+    return !mma_format_ok(s, format, (int)cols) && nf4_rows_takes(s, format, rows, cols, true);
 }
 
 // The design's kQkvAtomicAuto made concrete for this model (s->cfg) at `format`.
@@ -1085,8 +1091,7 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
 {
     DeviceLinear &d = l.d;
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    if (!s->nf4_rows || d.tiled || (d.format != ECO_PREC_NF4 && !dq) || d.cols % (32 * kNf4RowsU)) return ECO_OK;
-    if (!s->nf4_rows_any_size && !nf4_rows_by_default(s, d.rows, d.cols, residual)) return ECO_OK;
+    if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
@@ -1360,7 +1365,7 @@ eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = 
 }
 
 // Dims per lane: head_dim / 32 rounded up to 2, 4 or 8 (fewer registers and loads for the common 64 and 128).
-// consume: from the raw atomic qkv sums (bias, RoPE and the KV write in the kernel; ECO_CUDA_QKV_ATOMIC=1).
+// consume: from the raw atomic qkv sums (bias, RoPE and the KV write in the kernel: kQkvAtomicAttention).
 eco_err launch_attention(State *s, const Layer &L, int window, bool consume)
 {
     const eco_model_config &c = s->cfg;
@@ -1398,8 +1403,8 @@ eco_err enqueue_token(State *s)
         Layer &L = s->layers[l];
         if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->qkv_atomic) {
-            // Experiment: the sums as a residual add into zeroed memory (column slices and row groups split between
-            // warps add atomically, nothing waits for a group's last warp), then one small kernel for the epilogue.
+            // The sums as a residual add into zeroed memory (column slices and row groups split between warps add
+            // atomically, nothing waits for a group's last warp); bias, RoPE and the KV write in attention, or apart.
             MatvecOut o = plain(EP_ADD, s->qkv_raw);
             o.x_quantized = quantize_in_norm;
             if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;

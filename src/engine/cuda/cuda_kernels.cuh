@@ -241,6 +241,9 @@ __host__ __device__ __forceinline__ int item_units(const MatvecParams &p, int R)
 }
 
 // Lane 0 writes the finished rows. v[] is already scaled to the true dot product.
+// Rotate-half RoPE of the pair (a, b) = (x[i], x[i + head_dim / 2]) by (cos, sin) of its position and frequency.
+__device__ __forceinline__ float2 rope_rotate(float a, float b, float2 cs) { return make_float2(a * cs.x - b * cs.y, b * cs.x + a * cs.y); }
+
 template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams &p, int unit, const int (&row)[R], const float (&v)[R])
 {
     switch (p.epilogue) {
@@ -270,10 +273,9 @@ template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams 
         float a = v[0], b = v[R - 1];
         if (p.bias) { a += p.bias[row[0]]; b += p.bias[row[R - 1]]; }
         if (head < p.heads + p.kv_heads) {
-            float2 cs = p.rope[(size_t)pos * half + i];
-            float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
-            a = ra;
-            b = rb;
+            float2 r = rope_rotate(a, b, p.rope[(size_t)pos * half + i]);
+            a = r.x;
+            b = r.y;
         }
         if (head < p.heads) {
             p.y[row[0]] = a;
@@ -825,9 +827,10 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.
-// (The unfused path, in place: src == dst; the fused one does this in the qkv matvec's epilogue.) Consume
-// (ECO_CUDA_QKV_ATOMIC): src holds the matvec's atomic sums, the results go to dst, and src is zeroed for the
-// next layer's sums, each element by the thread that read it. src and dst may be one buffer: not __restrict__.
+// (The unfused path, in place: src == dst; the fused one does this in the qkv matvec's epilogue, or in attention
+// after an atomic qkv.) Consume (ECO_CUDA_QKV_ATOMIC=apart): src holds the matvec's atomic sums, the results go
+// to dst, and src is zeroed for the next layer's sums, each element by the thread that read it. src and dst may
+// be one buffer: not __restrict__.
 template <bool Consume>
 __global__ void rope_kv(float *src, float *dst, const float *__restrict__ bias, const float2 *__restrict__ rope,
                         const int *__restrict__ pos_ptr, __half *__restrict__ k_cache, __half *__restrict__ v_cache,
@@ -845,8 +848,8 @@ __global__ void rope_kv(float *src, float *dst, const float *__restrict__ bias, 
         float a = __ldcg(src + off + i), b = __ldcg(src + off + i + half_dim);
         if (Consume) src[off + i] = src[off + i + half_dim] = 0.f;
         if (bias) { a += bias[off + i]; b += bias[off + i + half_dim]; }
-        float2 cs = rope[(size_t)pos * half_dim + i];
-        float ra = a * cs.x - b * cs.y, rb = b * cs.x + a * cs.y;
+        float2 r = rope_rotate(a, b, rope[(size_t)pos * half_dim + i]);
+        float ra = r.x, rb = r.y;
         dst[off + i] = ra;
         dst[off + i + half_dim] = rb;
         if (h >= heads) {
@@ -937,7 +940,7 @@ __device__ __forceinline__ void attn_take_current(AttnRows<ND> &g, const __half 
     }
 }
 
-// Consume (ECO_CUDA_QKV_ATOMIC): the qkv matvec left raw sums (no bias, no RoPE) in `qkv`, and this kernel does
+// Consume (the atomic qkv, cuda_backend.cu): the qkv matvec left raw sums (no bias, no RoPE) in `qkv`, and this kernel does
 // what rope_kv would have, without a kernel of its own: each block rotates its head's q and its KV head's k at
 // pos (and adds v's bias) into shared memory after the wait, uses that row in place of the cache's, and one
 // block per KV head (split 0 of its first q head) writes it to the cache. So no load of this kernel may read
@@ -980,19 +983,18 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
         // as rope_kv: q stays fp32, k and v are rounded to fp16 as the cache holds them
         int half_dim = head_dim / 2, q_dim = heads * head_dim;
         const float *qs = qkv + h * head_dim, *ks = qkv + q_dim + kvh * head_dim, *vs = ks + kv_dim;
-        const float *qb = cons.bias ? cons.bias + h * head_dim : NULL, *kb = cons.bias ? cons.bias + q_dim + kvh * head_dim : NULL;
+        const float *qb = NULL, *kb = NULL, *vb = NULL;
+        if (cons.bias) qb = cons.bias + (qs - qkv), kb = cons.bias + (ks - qkv), vb = cons.bias + (vs - qkv);
+        auto sum = [](const float *raw, const float *bias, int i) { return __ldcg(raw + i) + (bias ? bias[i] : 0.f); };
         for (int i = threadIdx.x; i < half_dim; i += blockDim.x) {
             float2 cs = cons.rope[(size_t)pos * half_dim + i];
-            float a = __ldcg(qs + i) + (qb ? qb[i] : 0.f), b = __ldcg(qs + i + half_dim) + (qb ? qb[i + half_dim] : 0.f);
-            q_rot[i] = a * cs.x - b * cs.y;
-            q_rot[i + half_dim] = b * cs.x + a * cs.y;
-            a = __ldcg(ks + i) + (kb ? kb[i] : 0.f);
-            b = __ldcg(ks + i + half_dim) + (kb ? kb[i + half_dim] : 0.f);
-            k_now[i] = __float2half(a * cs.x - b * cs.y);
-            k_now[i + half_dim] = __float2half(b * cs.x + a * cs.y);
+            float2 q = rope_rotate(sum(qs, qb, i), sum(qs, qb, i + half_dim), cs), k = rope_rotate(sum(ks, kb, i), sum(ks, kb, i + half_dim), cs);
+            q_rot[i] = q.x;
+            q_rot[i + half_dim] = q.y;
+            k_now[i] = __float2half(k.x);
+            k_now[i + half_dim] = __float2half(k.y);
         }
-        for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
-            v_now[d] = __float2half(__ldcg(vs + d) + (cons.bias ? cons.bias[q_dim + kv_dim + kvh * head_dim + d] : 0.f));
+        for (int d = threadIdx.x; d < head_dim; d += blockDim.x) v_now[d] = __float2half(sum(vs, vb, d));
         __syncthreads();
         if (split == 0 && h % (heads / kv_heads) == 0)
             for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
