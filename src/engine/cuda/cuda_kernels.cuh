@@ -126,6 +126,7 @@ struct MatvecParams {
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
+    int rows_ahead;              // nf4 rows: steps past the one in registers kept requested from L2 (0: none)
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])

@@ -252,6 +252,23 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
+// Asks L2 for chunks [from, to) of the flat order: lane 0 the weights (one contiguous run), lane 1 the scales
+// (absmax, nf4-dq its codes) of the blocks that start in that range, or with `first` of every block it touches.
+template <bool DoubleQuant, int R>
+__device__ __forceinline__ void rows_prefetch_l2(const MatvecParams &p, int lane, int from, int to, bool first)
+{
+    constexpr size_t kStep = (size_t)R * kWarp; // uint4 of weights per chunk; scale entries per block
+    if (lane == 0) {
+        prefetch_l2(reinterpret_cast<const uint4 *>(p.w) + (size_t)from * kStep, (unsigned)((size_t)(to - from) * kStep * 16));
+    } else if (lane == 1) {
+        const int m = (1 << p.chunk_shift) - 1;
+        size_t b0 = (size_t)((first ? from : from + m) >> p.chunk_shift), b1 = (size_t)((to - 1) >> p.chunk_shift) + 1;
+        if (b1 <= b0) return;
+        if (DoubleQuant) prefetch_l2(p.absmax_q + b0 * kStep, (unsigned)((b1 - b0) * kStep));
+        else prefetch_l2(p.absmax + b0 * kStep, (unsigned)((b1 - b0) * kStep * sizeof(float)));
+    }
+}
+
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -273,16 +290,11 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // ECO_CUDA_NF4_ROWS_PREFETCH (experiment): a small linear's first steps cover only part of it, and the kernel
     // before (attention, a norm) leaves HBM idle; the rest of this warp's range, one contiguous run of bytes (and
     // of its absmax or codes), is asked of L2 now. Lane 0 the weights, lane 1 the scales.
-    if (p.l2_prefetch && f0 + U < f1 && lane < 2) {
-        constexpr size_t kStep = (size_t)R * kWarp; // uint4 of weights, and scale entries of a block, per chunk / block
-        if (lane == 0) {
-            prefetch_l2(reinterpret_cast<const uint4 *>(p.w) + (size_t)(f0 + U) * kStep, (unsigned)((size_t)(f1 - f0 - U) * kStep * 16));
-        } else {
-            size_t b0 = (size_t)((f0 + U) >> p.chunk_shift), b1 = (size_t)((f1 - 1) >> p.chunk_shift) + 1;
-            if (DoubleQuant) prefetch_l2(p.absmax_q + b0 * kStep, (unsigned)((b1 - b0) * kStep));
-            else prefetch_l2(p.absmax + b0 * kStep, (unsigned)((b1 - b0) * kStep * sizeof(float)));
-        }
-    }
+    // ECO_CUDA_NF4_ROWS_AHEAD (experiment): a warp holds one step (1 KB) in registers past the one it decodes,
+    // 32 warps an SM: about 4 MB in flight over the chip, under what 4.5 TB/s at a loaded HBM latency needs. The
+    // next rows_ahead steps are asked of L2 too (no registers), the first ones here, then one step per step.
+    const int ahead_end = p.l2_prefetch ? f1 : min(f1, f0 + U + p.rows_ahead * U);
+    if (ahead_end > f0 + U) rows_prefetch_l2<DoubleQuant, R>(p, lane, f0 + U, ahead_end, true);
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
@@ -301,6 +313,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             if constexpr (DoubleQuant)
                 if (nc == 0) rows_group_rowB<R>(p, ng, lane, rowB);
             rows_step_load<DoubleQuant, R, U, AmEvery>(p, f + U, lane, rowB, nc, next);
+            const int t = f + U + p.rows_ahead * U;
+            if (p.rows_ahead && !p.l2_prefetch && t < f1) rows_prefetch_l2<DoubleQuant, R>(p, lane, t, min(f1, t + U), false);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
