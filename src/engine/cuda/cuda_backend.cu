@@ -62,7 +62,6 @@ struct Design {
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
-    bool nf4_rows_prefetch; // ECO_CUDA_NF4_ROWS_PREFETCH=1: row-per-lane linears up to that size too (experiment)
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
@@ -189,7 +188,6 @@ Design requested_design(void)
     const char *pf = getenv("ECO_CUDA_L2_PREFETCH_MB");
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
-    d.nf4_rows_prefetch = env_is("ECO_CUDA_NF4_ROWS_PREFETCH", "1");
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
@@ -215,7 +213,7 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
-    int nf4_rows_ahead; /* its steps past the one in registers kept requested from L2 (ECO_CUDA_NF4_ROWS_AHEAD) */
+    int nf4_rows_x_stage; /* its x staged per warp in shared memory (ECO_CUDA_NF4_ROWS_XSTAGE=0: read each step) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -260,7 +258,6 @@ struct State {
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
-    bool nf4_rows_prefetch; /* and nf4 row-per-lane ones, past each warp's first step (experiment) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
                         writes KV; the next rmsnorm or rope_kv zeroes it */
@@ -282,7 +279,6 @@ eco_err apply_design(State *s, const Design &d)
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
     s->l2_prefetch_bytes = (long)d.l2_prefetch_mb << 20;
-    s->nf4_rows_prefetch = d.nf4_rows_prefetch;
     s->nf4_lanes = d.nf4_lanes;
     s->nf4_occ = d.nf4_occ;
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
@@ -765,9 +761,7 @@ eco_err env_int(const char *name, int lo, int hi, int fallback, const char *what
 constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
 
 // The nf4 decoders' grids for tests and A/Bs: ECO_CUDA_NF4_BLOCKS (blocks; 0: what fits) and
-// ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp), and ECO_CUDA_NF4_ROWS_AHEAD (its
-// steps asked of L2 past the one in registers; experiment, kNf4RowsAhead by default).
-constexpr int kNf4RowsAhead = 0;
+// ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp).
 // The size rule's two thresholds in 2^20 weights, moved for A/Bs by ECO_CUDA_NF4_LANES_MIN and
 // ECO_CUDA_NF4_ROWS_MIN_RESIDUAL.
 eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
@@ -811,7 +805,7 @@ eco_err nf4_grid_env(State *s)
     int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
-    if (!e) e = env_int("ECO_CUDA_NF4_ROWS_AHEAD", 0, 32, kNf4RowsAhead, "steps", &s->nf4_rows_ahead);
+    if (!e) e = env_int("ECO_CUDA_NF4_ROWS_XSTAGE", 0, 1, 1, "(0 or 1)", &s->nf4_rows_x_stage);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
@@ -1324,8 +1318,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        if (s->nf4_rows_prefetch && s->pdl && (size_t)d.rows * d.cols / 2 <= (size_t)s->l2_prefetch_bytes) p.l2_prefetch = 1;
-        p.rows_ahead = s->nf4_rows_ahead;
+        p.x_stage = s->nf4_rows_x_stage;
         return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -2100,10 +2093,10 @@ void eco_cuda_design(char *buf, size_t cap)
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
         char small[64] = "";
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
-        int ahead = 0;
-        if (env_int("ECO_CUDA_NF4_ROWS_AHEAD", 0, 32, kNf4RowsAhead, "steps", &ahead)) ahead = 0;
-        char l2[40] = "";
-        if (ahead) snprintf(l2, sizeof l2, " + %d asked of L2", ahead);
+        int x_stage = 1;
+        if (env_int("ECO_CUDA_NF4_ROWS_XSTAGE", 0, 1, 1, "(0 or 1)", &x_stage)) x_stage = 1;
+        char l2[64] = "";
+        snprintf(l2, sizeof l2, "%s", x_stage ? ", x staged in shared memory" : "");
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch%s, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  l2, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
@@ -2115,10 +2108,10 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar%s matvecs <= %d MB prefetched into L2 before the wait%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
-             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes, d.nf4_rows_prefetch ? " and nf4 row-per-lane" : "",
+             nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
              d.pdl ? d.l2_prefetch_mb : 0,
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"

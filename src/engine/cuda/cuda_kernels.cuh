@@ -120,13 +120,13 @@ struct MatvecParams {
     const int *pos;
     __half *k_cache, *v_cache;
     int heads, kv_heads, head_dim;
-    unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait (nf4 rows: 1, the rest of each warp's range)
+    unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
-    int rows_ahead;              // nf4 rows: steps past the one in registers kept requested from L2 (0: none)
+    int x_stage;                 // nf4 rows: x staged per warp in shared memory (else read from global memory each step)
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])

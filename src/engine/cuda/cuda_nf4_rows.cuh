@@ -252,21 +252,36 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
-// Asks L2 for chunks [from, to) of the flat order: lane 0 the weights (one contiguous run), lane 1 the scales
-// (absmax, nf4-dq its codes) of the blocks that start in that range, or with `first` of every block it touches.
-template <bool DoubleQuant, int R>
-__device__ __forceinline__ void rows_prefetch_l2(const MatvecParams &p, int lane, int from, int to, bool first)
+// x staged per warp in shared memory: kXStageChunks chunks (64 bytes each) in the unused upper halves of
+// the pair table's rows (a lane's copy fills bytes 0..127 of each 256-byte row), rows 16w .. 16w + 15 for
+// warp w. Why: read from global memory at each step, x missed L1 (the weights stream through it) and its
+// load's latency was the kernel's largest stall (Nsight Compute, Qwen2.5-7B gate_up: 17% of the samples on
+// the first product's wait for x, data/h200/README.md session 15).
+constexpr int kXStageChunks = 32;
+static_assert(kXStageChunks * 64 / (kNf4TableRowBytes - 128) * 16 <= 256, "16 warps' stages fit the table's rows");
+
+__device__ __forceinline__ unsigned char *rows_x_stage(unsigned char *smem, int warp)
 {
-    constexpr size_t kStep = (size_t)R * kWarp; // uint4 of weights per chunk; scale entries per block
-    if (lane == 0) {
-        prefetch_l2(reinterpret_cast<const uint4 *>(p.w) + (size_t)from * kStep, (unsigned)((size_t)(to - from) * kStep * 16));
-    } else if (lane == 1) {
-        const int m = (1 << p.chunk_shift) - 1;
-        size_t b0 = (size_t)((first ? from : from + m) >> p.chunk_shift), b1 = (size_t)((to - 1) >> p.chunk_shift) + 1;
-        if (b1 <= b0) return;
-        if (DoubleQuant) prefetch_l2(p.absmax_q + b0 * kStep, (unsigned)((b1 - b0) * kStep));
-        else prefetch_l2(p.absmax + b0 * kStep, (unsigned)((b1 - b0) * kStep * sizeof(float)));
+    return smem + (size_t)warp * (kXStageChunks / 2) * kNf4TableRowBytes + 128;
+}
+
+// Chunk j of a warp's stage: 64 bytes at the upper half of row j / 2, offset 64 * (j % 2).
+__device__ __forceinline__ const uint4 *rows_x_chunk(const unsigned char *stage, int j)
+{
+    return reinterpret_cast<const uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64);
+}
+
+// Stages x chunks c, c + 1, ... (mod C, the chunks of a row) for the warp's next kXStageChunks steps.
+__device__ __forceinline__ void rows_x_fill(const MatvecParams &p, unsigned char *stage, int c, int C, int lane)
+{
+    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
+    __syncwarp(); // every lane is done with the previous stage
+#pragma unroll
+    for (int k = lane; k < kXStageChunks * 4; k += kWarp) {
+        int j = k / 4, chunk = (c + j) % C;
+        *reinterpret_cast<uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64 + (k % 4) * 16) = __ldcg(x + (size_t)chunk * 4 + k % 4);
     }
+    __syncwarp();
 }
 
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
@@ -287,14 +302,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
     RowsStep<DoubleQuant, R, U> cur;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    // ECO_CUDA_NF4_ROWS_PREFETCH (experiment): a small linear's first steps cover only part of it, and the kernel
-    // before (attention, a norm) leaves HBM idle; the rest of this warp's range, one contiguous run of bytes (and
-    // of its absmax or codes), is asked of L2 now. Lane 0 the weights, lane 1 the scales.
-    // ECO_CUDA_NF4_ROWS_AHEAD (experiment): a warp holds one step (1 KB) in registers past the one it decodes,
-    // 32 warps an SM: about 4 MB in flight over the chip, under what 4.5 TB/s at a loaded HBM latency needs. The
-    // next rows_ahead steps are asked of L2 too (no registers), the first ones here, then one step per step.
-    const int ahead_end = p.l2_prefetch ? f1 : min(f1, f0 + U + p.rows_ahead * U);
-    if (ahead_end > f0 + U) rows_prefetch_l2<DoubleQuant, R>(p, lane, f0 + U, ahead_end, true);
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
@@ -302,6 +309,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
+    unsigned char *stage = rows_x_stage(nf4_smem, warp);
+    int staged = f0; // the flat chunk index of the stage's first chunk
+    if (p.x_stage) rows_x_fill(p, stage, c, C, lane);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -313,15 +323,19 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             if constexpr (DoubleQuant)
                 if (nc == 0) rows_group_rowB<R>(p, ng, lane, rowB);
             rows_step_load<DoubleQuant, R, U, AmEvery>(p, f + U, lane, rowB, nc, next);
-            const int t = f + U + p.rows_ahead * U;
-            if (p.rows_ahead && !p.l2_prefetch && t < f1) rows_prefetch_l2<DoubleQuant, R>(p, lane, t, min(f1, t + U), false);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
             uint4 xh[4];
+            if (p.x_stage) {
+                const uint4 *xs = rows_x_chunk(stage, f + u - staged);
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+                for (int i = 0; i < 4; i++) xh[i] = xs[i];
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+            }
             float part[R];
             dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
@@ -339,6 +353,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
         cur = next;
+        if (p.x_stage && f + U - staged == kXStageChunks && f + U < f1) {
+            staged = f + U;
+            rows_x_fill(p, stage, c, C, lane);
+        }
     }
 }
 
