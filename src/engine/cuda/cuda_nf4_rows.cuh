@@ -271,15 +271,17 @@ __device__ __forceinline__ const uint4 *rows_x_chunk(const unsigned char *stage,
     return reinterpret_cast<const uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64);
 }
 
-// Stages x chunks c, c + 1, ... (mod C, the chunks of a row) for the warp's next kXStageChunks steps.
-__device__ __forceinline__ void rows_x_fill(const MatvecParams &p, unsigned char *stage, int c, int C, int lane)
+// Stages x chunks c, c + 1, ..., c + n - 1 (mod C, the chunks of a row; n <= kXStageChunks): the warp's next
+// n steps. No more than the warp's range needs: o and qkv at 7B are two steps a warp.
+__device__ __forceinline__ void rows_x_fill(const MatvecParams &p, unsigned char *stage, int c, int C, int n, int lane)
 {
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     __syncwarp(); // every lane is done with the previous stage
 #pragma unroll
     for (int k = lane; k < kXStageChunks * 4; k += kWarp) {
         int j = k / 4, chunk = (c + j) % C;
-        *reinterpret_cast<uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64 + (k % 4) * 16) = __ldcg(x + (size_t)chunk * 4 + k % 4);
+        if (j < n)
+            *reinterpret_cast<uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64 + (k % 4) * 16) = __ldcg(x + (size_t)chunk * 4 + k % 4);
     }
     __syncwarp();
 }
@@ -311,7 +313,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     unsigned char *stage = rows_x_stage(nf4_smem, warp);
     int staged = f0; // the flat chunk index of the stage's first chunk
-    if (p.x_stage) rows_x_fill(p, stage, c, C, lane);
+    if (p.x_stage) rows_x_fill(p, stage, c, C, min(kXStageChunks, f1 - f0), lane);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -355,7 +357,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         cur = next;
         if (p.x_stage && f + U - staged == kXStageChunks && f + U < f1) {
             staged = f + U;
-            rows_x_fill(p, stage, c, C, lane);
+            rows_x_fill(p, stage, c, C, min(kXStageChunks, f1 - staged), lane);
         }
     }
 }
