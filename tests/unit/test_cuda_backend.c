@@ -375,15 +375,13 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    /* x read from global memory at each step instead of staged per warp in shared memory */
-    nf4_rows_variant("ECO_CUDA_NF4_ROWS_XSTAGE", "0");
     /* qkv's RoPE epilogue on the row-per-lane decoder (split row groups deposit, the last warp runs it): where
      * ECO_CUDA_NF4=rows put qkv before the atomic qkv became the default for a qkv on that decoder */
     nf4_rows_variant("ECO_CUDA_QKV_ATOMIC", "0");
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare(ECO_FAMILY_PHI3, ECO_PREC_NF4_DQ, 0.9999);
-    /* ranges of 64 steps: each warp stages x again past its first 32 chunks, across row groups */
+    /* ranges of 64 steps: a warp's range across several row groups */
     setenv("ECO_CUDA_NF4_MIN_STEPS", "64", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
@@ -474,8 +472,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_LANES_MIN", "-1"},
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
-                                {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
-                                {"ECO_CUDA_NF4_ROWS_XSTAGE", "2"}};
+                                {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
@@ -510,8 +507,7 @@ static void test_design_fits_the_energy_schema(void **state)
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
-                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"},
-                                {"ECO_CUDA_NF4_ROWS_XSTAGE", "0"}};
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);

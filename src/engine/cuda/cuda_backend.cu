@@ -213,7 +213,6 @@ struct State {
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
-    int nf4_rows_x_stage; /* its x staged per warp in shared memory (ECO_CUDA_NF4_ROWS_XSTAGE=0: read each step) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -805,7 +804,6 @@ eco_err nf4_grid_env(State *s)
     int lanes_m, residual_m;
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
-    if (!e) e = env_int("ECO_CUDA_NF4_ROWS_XSTAGE", 0, 1, 1, "(0 or 1)", &s->nf4_rows_x_stage);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
@@ -1318,7 +1316,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        p.x_stage = s->nf4_rows_x_stage;
         return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -2093,12 +2090,8 @@ void eco_cuda_design(char *buf, size_t cap)
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
         char small[64] = "";
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
-        int x_stage = 1;
-        if (env_int("ECO_CUDA_NF4_ROWS_XSTAGE", 0, 1, 1, "(0 or 1)", &x_stage)) x_stage = 1;
-        char l2[64] = "";
-        snprintf(l2, sizeof l2, "%s", x_stage ? ", x staged in shared memory" : "");
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch%s, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 l2, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[64] = "";
     size_t m_at = 0;

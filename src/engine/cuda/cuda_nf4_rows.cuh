@@ -252,40 +252,6 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
-// x staged per warp in shared memory: kXStageChunks chunks (64 bytes each) in the unused upper halves of
-// the pair table's rows (a lane's copy fills bytes 0..127 of each 256-byte row), rows 16w .. 16w + 15 for
-// warp w. Why: read from global memory at each step, x missed L1 (the weights stream through it) and its
-// load's latency was the kernel's largest stall (Nsight Compute, Qwen2.5-7B gate_up: 17% of the samples on
-// the first product's wait for x, data/h200/README.md session 15).
-constexpr int kXStageChunks = 32;
-static_assert(kXStageChunks * 64 / (kNf4TableRowBytes - 128) * 16 <= 256, "16 warps' stages fit the table's rows");
-
-__device__ __forceinline__ unsigned char *rows_x_stage(unsigned char *smem, int warp)
-{
-    return smem + (size_t)warp * (kXStageChunks / 2) * kNf4TableRowBytes + 128;
-}
-
-// Chunk j of a warp's stage: 64 bytes at the upper half of row j / 2, offset 64 * (j % 2).
-__device__ __forceinline__ const uint4 *rows_x_chunk(const unsigned char *stage, int j)
-{
-    return reinterpret_cast<const uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64);
-}
-
-// Stages x chunks c, c + 1, ..., c + n - 1 (mod C, the chunks of a row; n <= kXStageChunks): the warp's next
-// n steps. No more than the warp's range needs: o and qkv at 7B are two steps a warp.
-__device__ __forceinline__ void rows_x_fill(const MatvecParams &p, unsigned char *stage, int c, int C, int n, int lane)
-{
-    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
-    __syncwarp(); // every lane is done with the previous stage
-#pragma unroll
-    for (int k = lane; k < kXStageChunks * 4; k += kWarp) {
-        int j = k / 4, chunk = (c + j) % C;
-        if (j < n)
-            *reinterpret_cast<uint4 *>(stage + (j >> 1) * kNf4TableRowBytes + (j & 1) * 64 + (k % 4) * 16) = __ldcg(x + (size_t)chunk * 4 + k % 4);
-    }
-    __syncwarp();
-}
-
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -311,9 +277,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
-    unsigned char *stage = rows_x_stage(nf4_smem, warp);
-    int staged = f0; // the flat chunk index of the stage's first chunk
-    if (p.x_stage) rows_x_fill(p, stage, c, C, min(kXStageChunks, f1 - f0), lane);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -330,14 +293,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
             uint4 xh[4];
-            if (p.x_stage) {
-                const uint4 *xs = rows_x_chunk(stage, f + u - staged);
 #pragma unroll
-                for (int i = 0; i < 4; i++) xh[i] = xs[i];
-            } else {
-#pragma unroll
-                for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-            }
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
             dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
@@ -355,10 +312,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
         cur = next;
-        if (p.x_stage && f + U - staged == kXStageChunks && f + U < f1) {
-            staged = f + U;
-            rows_x_fill(p, stage, c, C, min(kXStageChunks, f1 - staged), lane);
-        }
     }
 }
 
