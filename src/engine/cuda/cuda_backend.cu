@@ -5,6 +5,9 @@
 // cost of a kernel design.
 #include <cuda_runtime.h>
 
+#include <iterator>
+#include <utility>
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -895,7 +898,7 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh);
+MatvecFn pick_rows(bool dq, int blocksize, int shape);
 
 eco_err allow_large_shared_memory(void)
 {
@@ -906,8 +909,8 @@ eco_err allow_large_shared_memory(void)
         }
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
-            for (const RowsShape &sh : kNf4RowsShapes)
-                CK(cudaFuncSetAttribute(pick_rows(dq, bs, sh), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+            for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
+                CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1004,13 +1007,19 @@ template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
            : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
 }
 
-// The kernel for a shape of kNf4RowsShapes whose steps share 1, 2 or 4 absmax.
-MatvecFn pick_rows(bool dq, int blocksize, const RowsShape &sh)
+// The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
+// table, so a shape added there needs nothing here.
+template <size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
-    int am = rows_am_every(blocksize, sh.u);
-    if (sh.warps == 8 && sh.u == 2) return pick_rows_am<8, 2, 3>(dq, am);
-    if (sh.warps == 16) return pick_rows_am<16, 1, 2>(dq, am);
-    return pick_rows_am<8, 4, 2>(dq, am);
+    MatvecFn fn = nullptr;
+    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm>(dq, am)) : (void)0), ...);
+    return fn;
+}
+
+MatvecFn pick_rows(bool dq, int blocksize, int shape)
+{
+    int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
+    return pick_rows_in(dq, am, shape, std::make_index_sequence<std::size(kNf4RowsShapes)>{});
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -1037,7 +1046,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, rs), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
     int slots = sh.slots;
@@ -1316,7 +1325,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, rs), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
