@@ -5,13 +5,16 @@
 # applied), then `eco measure` on as many of the given models as the time left allows. Binaries come
 # prebuilt in .device/bin with their libraries in .device/lib.
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
-#   STAGES: comma list of test,engine,prev,ab,profile,variants,matvec,measure (default
+#   STAGES: comma list of test,engine,prev,ab,profile,variants,matvec,dims,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
 #   PROFILE_MODELS x PROFILE_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
 #   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
 #   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS, with MATVEC_ARGS (e.g. "--shape 4,1").
+#   dims: bench_matvec --dims (bare linears, one kernel at a time: the steady-state share of the bandwidth) once
+#   per DIMS_VARIANTS entry (same form) over DIMS (default: Qwen2.5-7B's gate_up and down, 8x gate_up, 8x down)
+#   x DIMS_PRECS (default nf4,fp16); ECO_CUDA_NF4=rows puts every nf4 linear on the row-per-lane decoder.
 #   measure: eco measure per model, with MEASURE_BIN (default .device/bin/eco; .device/bin-prev/eco for a
 #   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
 set -u
@@ -93,6 +96,16 @@ if has matvec; then
         timed 60 $B/bench_matvec --models Qwen2.5-7B --precisions fp8 --fp8-bits > "$W/bench_matvec_fp8_bits.txt" 2>&1
         grep best "$W/bench_matvec_fp8_bits.txt"
     fi
+fi
+if has dims; then
+    IFS=';' read -ra vs <<< "${DIMS_VARIANTS:--}"
+    for v in "${vs[@]}"; do
+        f=bench_matvec_dims.txt; [ "$v" != - ] && f="bench_matvec_dims_$(vslug "$v").txt"
+        log "bench_matvec --dims variant $v"
+        (if [ "$v" != - ]; then export $v; fi; timed $(upto 120) $B/bench_matvec --precisions ${DIMS_PRECS:-nf4,fp16} \
+            --dims ${DIMS:-37888x3584,3584x18944,303104x3584,28672x18944}) > "$W/$f" 2>&1
+        log "bench_matvec --dims rc=$?"; grep -E "^  (nf4|fp16|int8|fp8)" "$W/$f"
+    done
 fi
 if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
