@@ -256,7 +256,6 @@ static void medium_every_format_per_shape(const char *const *shapes, size_t n, c
     unsetenv("ECO_CUDA_MATVEC");
 }
 
-/* Every kernel shape, the unfused path and plain launches compute the same function. */
 /* Every nf4 linear a row per lane (ECO_CUDA_NF4=rows, left set) with `name`=`value`: nf4 and nf4-dq, Qwen2's bias. */
 static void nf4_rows_variant(const char *name, const char *value)
 {
@@ -268,6 +267,7 @@ static void nf4_rows_variant(const char *name, const char *value)
     unsetenv(name);
 }
 
+/* Every kernel shape, the unfused path and plain launches compute the same function. */
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
     (void)state;

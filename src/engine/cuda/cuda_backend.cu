@@ -775,7 +775,7 @@ eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
 // A shape "W,U,B" of kNf4RowsShapes (index in *out); false if it names none.
 bool rows_shape_parse(int w, int u, int b, int *out)
 {
-    for (int i = 0; i < (int)(sizeof kNf4RowsShapes / sizeof kNf4RowsShapes[0]); i++)
+    for (int i = 0; i < (int)std::size(kNf4RowsShapes); i++)
         if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b) {
             *out = i;
             return true;

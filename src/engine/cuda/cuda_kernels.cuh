@@ -240,10 +240,10 @@ __host__ __device__ __forceinline__ int item_units(const MatvecParams &p, int R)
     return (p.rows + R - 1) / R;
 }
 
-// Lane 0 writes the finished rows. v[] is already scaled to the true dot product.
 // Rotate-half RoPE of the pair (a, b) = (x[i], x[i + head_dim / 2]) by (cos, sin) of its position and frequency.
 __device__ __forceinline__ float2 rope_rotate(float a, float b, float2 cs) { return make_float2(a * cs.x - b * cs.y, b * cs.x + a * cs.y); }
 
+// Lane 0 writes the finished rows. v[] is already scaled to the true dot product.
 template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams &p, int unit, const int (&row)[R], const float (&v)[R])
 {
     switch (p.epilogue) {
