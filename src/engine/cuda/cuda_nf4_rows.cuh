@@ -217,10 +217,13 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
 // (data/h200/README.md, session 13): Qwen2.5-7B nf4 550.8 vs 510.6 / 510.8 tok/s (58.5% vs 54.2% of the
 // roofline), Llama-3.1-8B 523.3 vs 472.6 / 472.2; 8 warps x 2 chunks x 3 blocks (24 warps) lost (477.2, 450.2).
 // ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" picks another for A/Bs.
+//
+// stages > 0: the bulk-copy kernel below (matvec_nf4_bulk): one block an SM, each warp a ring of that many
+// steps in shared memory, refilled by the copy engine.
 struct RowsShape {
-    int warps, u, per_sm;
+    int warps, u, per_sm, stages;
 };
-constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
+constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2, 0}, {8, 4, 2, 0}, {8, 2, 3, 0}, {32, 2, 1, 2}, {32, 1, 1, 3}, {16, 2, 1, 4}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
     uint4 w[U][R];
@@ -312,6 +315,145 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
         cur = next;
+    }
+}
+
+// ---- The bulk-copy kernel ----
+// Why: the register kernel above spends 210 warp instructions a step of 2048 weights, 100 of them lookups
+// (Nsight Compute, data/h200/README.md session 15); the rest is the prefetch's bookkeeping, recomputed every
+// step because the next step's 12 registers leave none spare at 32 warps an SM: 64-bit addresses of weights
+// and absmax, the step's absmax loads, `cur = next`. It stops near 78% of the bandwidth on bare linears.
+// Here each warp's range (contiguous bytes in the interleaved order) is streamed into a ring of Stages steps
+// in shared memory by cp.async.bulk, one lane issuing a step's weights and absmax as two copies on one
+// mbarrier; the lanes read their 16 bytes a row with one LDS.128 at a fixed offset of the stage. No register
+// holds data in flight, so the ring, not the registers, sets the bytes in flight (Stages x U KB a warp).
+// Shared memory: the table (and dmap), then per warp its ring, then per warp its Stages barriers.
+__host__ __device__ constexpr int bulk_stage_bytes(int u) { return u * (kNf4RowsR * kWarp * 16 + kNf4RowsR * kWarp * 4); }
+constexpr int kBulkRingOffset = kNf4TableBytes + kNf4DmapBytes;
+
+__host__ __device__ constexpr size_t bulk_smem_bytes(int warps, int u, int stages)
+{
+    return kBulkRingOffset + (size_t)warps * stages * (bulk_stage_bytes(u) + 8);
+}
+
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(unsigned bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+}
+
+// The barriers' initialisation, visible to the copy engine (the async proxy) before its first copy.
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "\t@!done bra WAIT;\n}" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+// Step j of this warp's range into ring stage `dst`: U KB of weights and their absmax blocks (at least one: a
+// step inside a block copies that block), both completing on `bar`. By one lane.
+template <bool DoubleQuant, int U>
+__device__ __forceinline__ void bulk_fill(const MatvecParams &p, long f, unsigned dst, unsigned bar)
+{
+    constexpr unsigned kW = U * kNf4RowsR * kWarp * 16;
+    const int shift = p.chunk_shift;
+    const unsigned blocks = (U >> shift) > 0 ? (U >> shift) : 1;
+    const unsigned am_bytes = blocks * kNf4RowsR * kWarp * (DoubleQuant ? 1 : 4);
+    const long b = f >> shift;
+    const void *am = DoubleQuant ? (const void *)(p.absmax_q + b * kNf4RowsR * kWarp) : (const void *)(p.absmax + b * kNf4RowsR * kWarp);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(kW + am_bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(p.w + f * (kNf4RowsR * kWarp * 16)), "r"(kW), "r"(bar)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + kW), "l"(am),
+                 "r"(am_bytes), "r"(bar)
+                 : "memory");
+}
+
+// Ranges, deposits and the decode are the register kernel's; p.chunks_per_warp is whole steps of U chunks and
+// a row group (C chunks) is whole steps too (columns in multiples of 32 * kNf4RowsU), so a group ends only at a
+// step's end.
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int Stages>
+__global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const MatvecParams p)
+{
+    extern __shared__ __align__(16) unsigned char nf4_smem[];
+    constexpr int R = kNf4RowsR, kStage = bulk_stage_bytes(U), kW = U * R * kWarp * 16;
+    static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
+    grid_dependents_launch();
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
+    const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
+    const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp), steps = (f1 - f0) / U;
+    unsigned char *ring = nf4_smem + kBulkRingOffset + (size_t)warp * Stages * kStage;
+    const unsigned ring_s = smem_u32(ring), bars = smem_u32(nf4_smem + kBulkRingOffset + (size_t)Warps * Stages * kStage) + warp * Stages * 8;
+    if (lane == 0 && steps > 0) { // weights do not depend on the previous kernel: the first steps stream in under its tail
+#pragma unroll
+        for (int s = 0; s < Stages; s++) mbar_init(bars + s * 8);
+        mbar_init_fence();
+#pragma unroll
+        for (int s = 0; s < Stages; s++)
+            if (s < steps) bulk_fill<DoubleQuant, U>(p, f0 + s * U, ring_s + s * kStage, bars + s * 8);
+    }
+    fill_nf4_pair_table(nf4_smem, DoubleQuant);
+    __syncthreads();
+    grid_dependency_wait();
+    if (steps <= 0) return;
+    int g = f0 / C, c = f0 % C;
+    int rowB[R] = {};
+    if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
+    const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
+    const unsigned lane4 = (unsigned)lane * 4u;
+    const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.f;
+    int s = 0;
+    unsigned phase = 0;
+    for (int i = 0; i < steps; i++) {
+        const unsigned char *stage = ring + s * kStage;
+        mbar_wait(bars + s * 8, phase);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            uint4 w[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) w[r] = *reinterpret_cast<const uint4 *>(stage + ((u * R + r) * kWarp + lane) * 16);
+            uint4 xh[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) xh[k] = __ldca(x + (size_t)(c + u) * 4 + k);
+            float part[R];
+            dot32_nf4_rows_checked<R>(w, xh, nf4_smem, lane4, part);
+            const int blk = u / AmEvery; // the stage's absmax block of chunk u
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float am;
+                if constexpr (DoubleQuant) {
+                    unsigned code = stage[kW + (blk * R + r) * kWarp + lane];
+                    am = dmap[code] * __ldg(p.absmax_q_scale + ((rowB[r] + ((c + u) >> p.chunk_shift)) >> 8)) + p.absmax_offset;
+                } else {
+                    am = *reinterpret_cast<const float *>(stage + kW + ((blk * R + r) * kWarp + lane) * 4);
+                }
+                acc[r] = fmaf(part[r], am, acc[r]);
+            }
+        }
+        __syncwarp(); // every lane has read the stage: it may be overwritten
+        if (lane == 0 && i + Stages < steps) bulk_fill<DoubleQuant, U>(p, f0 + (i + Stages) * U, ring_s + s * kStage, bars + s * 8);
+        if (++s == Stages) s = 0, phase ^= 1u;
+        c += U;
+        if (c == C || i + 1 == steps) { // the end of a row group, or of this warp's range
+            rows_deposit<R>(p, g, warp_id, lane, acc);
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[r] = 0.f;
+            if (c == C) {
+                c = 0;
+                g++;
+                if constexpr (DoubleQuant)
+                    if (i + 1 < steps) rows_group_rowB<R>(p, g, lane, rowB);
+            }
+        }
     }
 }
 
