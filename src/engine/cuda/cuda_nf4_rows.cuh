@@ -355,10 +355,13 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
                  : "memory");
 }
 
-// Step j of this warp's range into ring stage `dst`: U KB of weights and their absmax blocks (at least one: a
-// step inside a block copies that block), both completing on `bar`. By one lane.
+// The step at chunk f of this warp's range into ring stage `dst`: U KB of weights and their absmax blocks (at
+// least one: a step inside a block copies that block), both completing on `bar`. Issued by the lane with
+// `leader` set, as predicated instructions rather than a branch around them: a lane-divergent branch in the
+// loop made ptxas keep the shared-memory base in a vector register and add it to every table address (an
+// IADD a lookup, Nsight Compute, session 16), where a converged loop folds it into the LDS as a uniform one.
 template <bool DoubleQuant, int U>
-__device__ __forceinline__ void bulk_fill(const MatvecParams &p, long f, unsigned dst, unsigned bar)
+__device__ __forceinline__ void bulk_fill(const MatvecParams &p, long f, unsigned dst, unsigned bar, bool leader)
 {
     constexpr unsigned kW = U * kNf4RowsR * kWarp * 16;
     const int shift = p.chunk_shift;
@@ -366,12 +369,11 @@ __device__ __forceinline__ void bulk_fill(const MatvecParams &p, long f, unsigne
     const unsigned am_bytes = blocks * kNf4RowsR * kWarp * (DoubleQuant ? 1 : 4);
     const long b = f >> shift;
     const void *am = DoubleQuant ? (const void *)(p.absmax_q + b * kNf4RowsR * kWarp) : (const void *)(p.absmax + b * kNf4RowsR * kWarp);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(kW + am_bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(p.w + f * (kNf4RowsR * kWarp * 16)), "r"(kW), "r"(bar)
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst + kW), "l"(am),
-                 "r"(am_bytes), "r"(bar)
+    asm volatile("{\n\t.reg .pred lead;\n\tsetp.ne.u32 lead, %0, 0;\n"
+                 "\t@lead mbarrier.arrive.expect_tx.shared::cta.b64 _, [%1], %2;\n"
+                 "\t@lead cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%3], [%4], %5, [%1];\n"
+                 "\t@lead cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%6], [%7], %8, [%1];\n}" ::"r"((unsigned)leader),
+                 "r"(bar), "r"(kW + am_bytes), "r"(dst), "l"(p.w + f * (kNf4RowsR * kWarp * 16)), "r"(kW), "r"(dst + kW), "l"(am), "r"(am_bytes)
                  : "memory");
 }
 
@@ -396,7 +398,7 @@ __global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const Matvec
         mbar_init_fence();
 #pragma unroll
         for (int s = 0; s < Stages; s++)
-            if (s < steps) bulk_fill<DoubleQuant, U>(p, f0 + s * U, ring_s + s * kStage, bars + s * 8);
+            if (s < steps) bulk_fill<DoubleQuant, U>(p, f0 + s * U, ring_s + s * kStage, bars + s * 8, true);
     }
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
@@ -440,7 +442,7 @@ __global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const Matvec
             }
         }
         __syncwarp(); // every lane has read the stage: it may be overwritten
-        if (lane == 0 && i + Stages < steps) bulk_fill<DoubleQuant, U>(p, f0 + (i + Stages) * U, ring_s + s * kStage, bars + s * 8);
+        if (i + Stages < steps) bulk_fill<DoubleQuant, U>(p, f0 + (i + Stages) * U, ring_s + s * kStage, bars + s * 8, lane == 0);
         if (++s == Stages) s = 0, phase ^= 1u;
         c += U;
         if (c == C || i + 1 == steps) { // the end of a row group, or of this warp's range
