@@ -327,16 +327,80 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 // in shared memory by cp.async.bulk, one lane issuing a step's weights and absmax as two copies on one
 // mbarrier; the lanes read their 16 bytes a row with one LDS.128 at a fixed offset of the stage. No register
 // holds data in flight, so the ring, not the registers, sets the bytes in flight (Stages x U KB a warp).
-// Shared memory: the table (and dmap), then per warp its ring, then per warp its Stages barriers.
+//
+// Shared memory, for the lookups' sake: the table starts at a 64 KB boundary of the shared window, so a lookup's
+// address is one byte permute of the weight word and (table | lane * 4), read by ld.shared with no add. Taking
+// the table's address as the register kernel does, ptxas kept the shared base in a vector register and added it
+// to every lookup (32 IADDs a step of 2048 weights, Nsight Compute, session 16). The dynamic area starts 1 KB
+// into the window (the driver's reserve), so the table is at kBulkTableAt; before it the barriers, the dmap and
+// the first warps' rings, after it the other rings. Both shapes of 2-chunk steps fill the 227 KB a block may have.
+constexpr int kBulkWindowStart = 0x400;
+constexpr int kBulkTableAt = 0x10000 - kBulkWindowStart;
+constexpr int kBulkBarsAt = 0, kBulkDmapAt = 1024, kBulkLowRingsAt = 2048, kBulkHighRingsAt = kBulkTableAt + kNf4TableBytes;
+
 __host__ __device__ constexpr int bulk_stage_bytes(int u) { return u * (kNf4RowsR * kWarp * 16 + kNf4RowsR * kWarp * 4); }
-constexpr int kBulkRingOffset = kNf4TableBytes + kNf4DmapBytes;
+
+// The warps whose rings fit below the table.
+__host__ __device__ constexpr int bulk_low_warps(int warps, int u, int stages)
+{
+    return (kBulkTableAt - kBulkLowRingsAt) / (stages * bulk_stage_bytes(u)) < warps ? (kBulkTableAt - kBulkLowRingsAt) / (stages * bulk_stage_bytes(u))
+                                                                                        : warps;
+}
+
+__host__ __device__ constexpr int bulk_ring_at(int warp, int u, int stages, int low_warps)
+{
+    return warp < low_warps ? kBulkLowRingsAt + warp * stages * bulk_stage_bytes(u)
+                            : kBulkHighRingsAt + (warp - low_warps) * stages * bulk_stage_bytes(u);
+}
 
 __host__ __device__ constexpr size_t bulk_smem_bytes(int warps, int u, int stages)
 {
-    return kBulkRingOffset + (size_t)warps * stages * (bulk_stage_bytes(u) + 8);
+    return (size_t)bulk_ring_at(warps, u, stages, bulk_low_warps(warps, u, stages));
 }
+static_assert(kWarp * 4 * 8 <= kBulkDmapAt && kNf4DmapBytes <= kBulkLowRingsAt - kBulkDmapAt, "barriers (32 warps x 4 stages) and dmap below the rings");
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// A table lookup: the table is fixed once the block has synchronised, so the compiler may schedule these freely.
+__device__ __forceinline__ unsigned lds_table(unsigned a)
+{
+    unsigned v;
+    asm("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a));
+    return v;
+}
+
+// Ring reads stay behind the barrier wait (volatile, memory): the copy engine writes the ring.
+__device__ __forceinline__ unsigned lds_u32(unsigned a)
+{
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint4 lds_v4(unsigned a)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+    return v;
+}
+
+// The register kernel's dot32_nf4_rows_checked with the lookup in the 64 KB-aligned table: table_lane4 is the
+// table's shared address | lane * 4, its low 16 bits the lane's only ones.
+template <int R>
+__device__ __forceinline__ void dot32_nf4_bulk_checked(const uint4 (&w)[R], const uint4 (&xh)[4], unsigned table_lane4, float (&part)[R])
+{
+    bool finite = true;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        part[r] = dot32_pairs(w[r], xh, [=](unsigned word, int k) { return lds_table(__byte_perm(word, table_lane4, 0x7604u | ((unsigned)k << 4))); });
+        finite &= isfinite(part[r]);
+    }
+    if (!finite) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(w[r], xh[0], xh[1], xh[2], xh[3]);
+    }
+}
 
 __device__ __forceinline__ void mbar_init(unsigned bar)
 {
@@ -390,8 +454,9 @@ __global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const Matvec
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp), steps = (f1 - f0) / U;
-    unsigned char *ring = nf4_smem + kBulkRingOffset + (size_t)warp * Stages * kStage;
-    const unsigned ring_s = smem_u32(ring), bars = smem_u32(nf4_smem + kBulkRingOffset + (size_t)Warps * Stages * kStage) + warp * Stages * 8;
+    const unsigned base = smem_u32(nf4_smem), table = base + kBulkTableAt, bars = base + kBulkBarsAt + warp * Stages * 8;
+    const unsigned ring_s = base + bulk_ring_at(warp, U, Stages, bulk_low_warps(Warps, U, Stages));
+    if (table & 0xFFFFu) __trap(); // the dynamic area did not start where kBulkWindowStart says
     if (lane == 0 && steps > 0) { // weights do not depend on the previous kernel: the first steps stream in under its tail
 #pragma unroll
         for (int s = 0; s < Stages; s++) mbar_init(bars + s * 8);
@@ -400,15 +465,17 @@ __global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const Matvec
         for (int s = 0; s < Stages; s++)
             if (s < steps) bulk_fill<DoubleQuant, U>(p, f0 + s * U, ring_s + s * kStage, bars + s * 8, true);
     }
-    fill_nf4_pair_table(nf4_smem, DoubleQuant);
+    fill_nf4_pair_table(nf4_smem + kBulkTableAt, false);
+    if (DoubleQuant)
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) reinterpret_cast<float *>(nf4_smem + kBulkDmapAt)[i] = c_dynamic_map[i];
     __syncthreads();
     grid_dependency_wait();
     if (steps <= 0) return;
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
-    const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
-    const unsigned lane4 = (unsigned)lane * 4u;
+    const float *dmap = reinterpret_cast<const float *>(nf4_smem + kBulkDmapAt);
+    const unsigned table_lane4 = table | (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     float acc[R];
 #pragma unroll
@@ -416,27 +483,28 @@ __global__ void __launch_bounds__(Warps * kWarp, 1) matvec_nf4_bulk(const Matvec
     int s = 0;
     unsigned phase = 0;
     for (int i = 0; i < steps; i++) {
-        const unsigned char *stage = ring + s * kStage;
+        const unsigned stage = ring_s + s * kStage;
         mbar_wait(bars + s * 8, phase);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             uint4 w[R];
 #pragma unroll
-            for (int r = 0; r < R; r++) w[r] = *reinterpret_cast<const uint4 *>(stage + ((u * R + r) * kWarp + lane) * 16);
+            for (int r = 0; r < R; r++) w[r] = lds_v4(stage + ((u * R + r) * kWarp + lane) * 16);
             uint4 xh[4];
 #pragma unroll
             for (int k = 0; k < 4; k++) xh[k] = __ldca(x + (size_t)(c + u) * 4 + k);
             float part[R];
-            dot32_nf4_rows_checked<R>(w, xh, nf4_smem, lane4, part);
+            dot32_nf4_bulk_checked<R>(w, xh, table_lane4, part);
             const int blk = u / AmEvery; // the stage's absmax block of chunk u
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float am;
                 if constexpr (DoubleQuant) {
-                    unsigned code = stage[kW + (blk * R + r) * kWarp + lane];
+                    unsigned code = lds_u32(stage + kW + ((blk * R + r) * kWarp + (lane & ~3)));
+                    code = (code >> (8 * (lane & 3))) & 0xFFu;
                     am = dmap[code] * __ldg(p.absmax_q_scale + ((rowB[r] + ((c + u) >> p.chunk_shift)) >> 8)) + p.absmax_offset;
                 } else {
-                    am = *reinterpret_cast<const float *>(stage + kW + ((blk * R + r) * kWarp + lane) * 4);
+                    am = __uint_as_float(lds_u32(stage + kW + ((blk * R + r) * kWarp + lane) * 4));
                 }
                 acc[r] = fmaf(part[r], am, acc[r]);
             }
