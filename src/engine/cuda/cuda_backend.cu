@@ -690,14 +690,6 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
-// The row-per-lane decoder's shared memory at kNf4RowsShapes[shape]: the register kernel's table, or the bulk
-// kernel's table and rings.
-size_t rows_smem_bytes(bool dq, int shape)
-{
-    const RowsShape &rs = kNf4RowsShapes[shape];
-    return rs.stages ? bulk_smem_bytes(rs.warps, rs.u, rs.stages) : lanes_smem_bytes(dq);
-}
-
 MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
     switch (format) {
@@ -780,53 +772,33 @@ eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
     return e ? e : env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", residual_m);
 }
 
-// A shape of kNf4RowsShapes (index in *out): w, u, b and the bulk kernel's ring stages st (0: the register
-// kernel); false if it names none.
-bool rows_shape_parse(int w, int u, int b, int st, int *out)
+// A shape "W,U,B" of kNf4RowsShapes (index in *out); false if it names none.
+bool rows_shape_parse(int w, int u, int b, int *out)
 {
     for (int i = 0; i < (int)std::size(kNf4RowsShapes); i++)
-        if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b && kNf4RowsShapes[i].stages == st) {
+        if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b) {
             *out = i;
             return true;
         }
     return false;
 }
 
-// The integers of the comma-separated list v (at most cap, into out), or -1 if it holds anything else.
-int int_list(const char *v, int *out, int cap)
-{
-    for (int n = 0;;) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (end == v || n == cap || x < -(1L << 30) || x > (1L << 30)) return -1;
-        out[n++] = (int)x;
-        if (*end == '\0') return n;
-        if (*end != ',') return -1;
-        v = end + 1;
-    }
-}
-
-// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" (the register
-// kernel) or "W,U,B,S" (the bulk-copy kernel, S stages) names another; and for A/Bs a second shape for its small
-// linears, ECO_CUDA_NF4_ROWS_SMALL="W,U,B[,S],M" (those of at most M * 2^20 weights: o at 7B, down at 1.5B lost
-// a little on the 16-warp default, data/h200/README.md session 13).
+// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" names another; and
+// for A/Bs a second shape for its small linears, ECO_CUDA_NF4_ROWS_SMALL="W,U,B,M" (those of at most M * 2^20
+// weights: o at 7B, down at 1.5B lost a little on the 16-warp default, data/h200/README.md session 13).
 eco_err rows_shape_env(int *shape, int *small_shape, long *small_max)
 {
     *shape = *small_shape = 0;
     *small_max = 0;
     const char *v = getenv("ECO_CUDA_NF4_ROWS_SHAPE"), *sm = getenv("ECO_CUDA_NF4_ROWS_SMALL");
-    int n[5], k;
-    if (v && !((k = int_list(v, n, 5)) >= 3 && k <= 4 && rows_shape_parse(n[0], n[1], n[2], k == 4 ? n[3] : 0, shape)))
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM) or "
-                                    "\"W,U,B,S\" (S ring stages): 16,1,2, 8,4,2, 8,2,3, 32,2,1,2, 32,1,1,3 or 16,2,1,4", v);
+    int w, u, b, m;
+    char end;
+    if (v && !(sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3 && rows_shape_parse(w, u, b, shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 16,1,2, 8,4,2 or 8,2,3", v);
     *small_shape = *shape;
-    if (sm) {
-        k = int_list(sm, n, 5);
-        int m = k >= 4 ? n[k - 1] : 0;
-        if (!(k >= 4 && m >= 1 && m <= 4096 && rows_shape_parse(n[0], n[1], n[2], k == 5 ? n[3] : 0, small_shape)))
-            return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SMALL=\"%s\": want \"W,U,B[,S],M\": a shape of ECO_CUDA_NF4_ROWS_SHAPE for linears of at most M (1..4096) x 2^20 weights", sm);
-        *small_max = (long)m << 20;
-    }
+    if (sm && !(sscanf(sm, "%d,%d,%d,%d%c", &w, &u, &b, &m, &end) == 4 && m >= 1 && m <= 4096 && rows_shape_parse(w, u, b, small_shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SMALL=\"%s\": want \"W,U,B,M\": a shape of ECO_CUDA_NF4_ROWS_SHAPE for linears of at most M (1..4096) x 2^20 weights", sm);
+    if (sm) *small_max = (long)m << 20;
     return ECO_OK;
 }
 
@@ -938,7 +910,7 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, shape)));
+                CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1025,21 +997,14 @@ eco_err tile_linear(State *s, Linear &l, int map)
 // Chunks of a step of u that share one absmax (blocks of 32 columns: none).
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
-// am: chunks a step that share one absmax (rows_am_every, at most U). Stages > 0: the bulk-copy kernel.
-template <int Warps, int U, int PerSm, int Stages> MatvecFn pick_rows_am(bool dq, int am)
+// am: chunks a step that share one absmax (rows_am_every, at most U).
+template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
-    if constexpr (Stages > 0) {
-        if (dq) return am >= 4 ? matvec_nf4_bulk<true, A4, Warps, U, Stages>
-                       : am >= 2 ? matvec_nf4_bulk<true, A2, Warps, U, Stages> : matvec_nf4_bulk<true, 1, Warps, U, Stages>;
-        return am >= 4 ? matvec_nf4_bulk<false, A4, Warps, U, Stages>
-               : am >= 2 ? matvec_nf4_bulk<false, A2, Warps, U, Stages> : matvec_nf4_bulk<false, 1, Warps, U, Stages>;
-    } else {
-        if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
-                       : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
-        return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
-               : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
-    }
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
 }
 
 // The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
@@ -1047,10 +1012,7 @@ template <int Warps, int U, int PerSm, int Stages> MatvecFn pick_rows_am(bool dq
 template <size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
     MatvecFn fn = nullptr;
-    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm,
-                                                 kNf4RowsShapes[I].stages>(dq, am))
-                      : (void)0),
-     ...);
+    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm>(dq, am)) : (void)0), ...);
     return fn;
 }
 
@@ -1084,8 +1046,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp,
-                                                     rows_smem_bytes(dq, d.rows_shape)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
     int slots = sh.slots;
@@ -1364,8 +1325,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
-                      rows_smem_bytes(dq, d.rows_shape), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -2138,12 +2098,9 @@ void eco_cuda_design(char *buf, size_t cap)
         if (rows_shape_env(&si, &ssi, &smax)) si = ssi = 0, smax = 0;
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
         char small[64] = "";
-        if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d%s", smax >> 20, ss.warps, ss.u, ss.per_sm, ss.stages ? " bulk" : "");
-        char how[48];
-        if (rs.stages) snprintf(how, sizeof how, "bulk copies into %d-stage rings", rs.stages);
-        else snprintf(how, sizeof how, "register prefetch");
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, %s, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 how, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[64] = "";
     size_t m_at = 0;
