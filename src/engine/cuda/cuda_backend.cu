@@ -1402,11 +1402,14 @@ eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = 
     const eco_model_config &c = s->cfg;
     int zero_n = zero ? (c.heads + 2 * c.kv_heads) * c.head_dim : 0;
     L2Next nx = l2_next_of(s, next ? &next->d : NULL);
+    // one block for the norm, and blocks that only ask L2 for the next linear (a 64 KB piece or two each)
+    unsigned long long pieces = (nx.n[0] + nx.n[1]) / kL2NextPiece + 1;
+    unsigned grid = 1 + (nx.n[0] ? (unsigned)std::min<unsigned long long>((unsigned long long)s->sm_count, (pieces + 1) / 2) : 0);
     if (quantize)
-        return launch(s, true, rmsnorm<true>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+        return launch(s, true, rmsnorm<true>, dim3(grid), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
                       (float)c.rms_eps, s->opt.quant.int8_threshold, s->xq, s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers,
                       zero, zero_n, nx);
-    return launch(s, true, rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+    return launch(s, true, rmsnorm<false>, dim3(grid), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
                   (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0, zero, zero_n, nx);
 }
 
