@@ -450,22 +450,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_FP16, 0.9999);
     compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
-    /* qkv, o and gate_up asked of L2 by the norm / attention ahead of them: none, and all of every format's
-     * (row-major, a row per lane, nf4-dq codes, row scales); each range the exact size of its buffer */
-    const char *l2_next[] = {"0", "64"};
-    for (size_t i = 0; i < 2; i++) {
-        setenv("ECO_CUDA_L2_NEXT_MB", l2_next[i], 1);
-        print_message("ECO_CUDA_L2_NEXT_MB=%s\n", l2_next[i]);
-        compare_config(medium(), ECO_PREC_FP16, 0.9999);
-        compare_config(medium(), ECO_PREC_INT8_MIXED, 0.999);
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-        setenv("ECO_CUDA_NF4", "rows", 1);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        unsetenv("ECO_CUDA_NF4");
-    }
-    unsetenv("ECO_CUDA_L2_NEXT_MB");
     /* A malformed override is a clear error, not a silent default. */
     setenv("ECO_CUDA_MATVEC", "3,3,1", 1);
     eco_model_config c = medium();
@@ -484,12 +468,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         assert_non_null(strstr(eco_last_error(), "ECO_CUDA_L2_PREFETCH_MB"));
     }
     unsetenv("ECO_CUDA_L2_PREFETCH_MB");
-    for (size_t i = 0; i < 4; i++) {
-        setenv("ECO_CUDA_L2_NEXT_MB", bad_prefetch[i], 1);
-        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
-        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_L2_NEXT_MB"));
-    }
-    unsetenv("ECO_CUDA_L2_NEXT_MB");
     const char *bad_nf4[][2] = {{"ECO_CUDA_NF4", "row"}, {"ECO_CUDA_NF4", ""}, {"ECO_CUDA_NF4", "LANES"},
                                 {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_LANES_MIN", "-1"},
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
@@ -527,7 +505,7 @@ static void test_design_fits_the_energy_schema(void **state)
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
-                                {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"}, {"ECO_CUDA_L2_NEXT_MB", "64"},
+                                {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}};
     char design[1024];

@@ -65,7 +65,6 @@ struct Design {
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
-    int l2_next_mb;        // ECO_CUDA_L2_NEXT_MB: qkv and o up to this size asked of L2 by the norm / attention ahead; -1: did not parse
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
@@ -135,12 +134,6 @@ constexpr int kQkvAtomicOff = 0, kQkvAtomicAttention = 1, kQkvAtomicApart = 2, k
 // 229.7 vs 237.0; 8 MB: 277.4, 235.7), so big linears are not prefetched at all.
 constexpr int kL2PrefetchMb = 16;
 
-// The norm ahead of qkv and the attention ahead of o ask L2 for all of that linear's bytes (any format, any
-// decoder) when they fit in ECO_CUDA_L2_NEXT_MB (0: none). Those kernels run for microseconds with HBM idle and
-// every block resident, where a matvec's own prologue before its wait starts only once it has an SM: the
-// row-per-lane decoder fills an SM's registers, so it waits for the attention's blocks to leave.
-constexpr int kL2NextMb = 24;
-
 constexpr unsigned fmt_bit(int p) { return 1u << p; }
 constexpr unsigned kMmaAll = fmt_bit(ECO_PREC_FP16) | fmt_bit(ECO_PREC_INT8) | fmt_bit(ECO_PREC_INT8_MIXED) | fmt_bit(ECO_PREC_NF4) |
                              fmt_bit(ECO_PREC_NF4_DQ) | fmt_bit(ECO_PREC_FP8);
@@ -198,10 +191,6 @@ Design requested_design(void)
     const char *pf = getenv("ECO_CUDA_L2_PREFETCH_MB");
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
-    d.l2_next_mb = kL2NextMb;
-    const char *nx = getenv("ECO_CUDA_L2_NEXT_MB");
-    if (nx && !parse_int_in(nx, 0, 64, &d.l2_next_mb)) d.l2_next_mb = -1;
-    if (d.reference_stack) d.l2_next_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
@@ -271,7 +260,6 @@ struct State {
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
-    long l2_next_bytes;     /* qkv and o this small are asked of L2 by the norm / attention ahead of them (0: none) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
                         writes KV; the next rmsnorm or rope_kv zeroes it */
@@ -293,9 +281,6 @@ eco_err apply_design(State *s, const Design &d)
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
     s->l2_prefetch_bytes = (long)d.l2_prefetch_mb << 20;
-    if (d.l2_next_mb < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_NEXT_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_NEXT_MB"));
-    s->l2_next_bytes = (long)d.l2_next_mb << 20;
     s->nf4_lanes = d.nf4_lanes;
     s->nf4_occ = d.nf4_occ;
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
@@ -1371,46 +1356,16 @@ MatvecOut plain(int epilogue, float *y)
 // down (+residual): 7 kernels a layer; with the atomic qkv, bias, RoPE and the KV write move into attention.
 // Unfused (reference-stack mode): 9, as separate steps.
 // zero: floats for the norm to zero after its wait (the qkv sums attention consumed), or NULL.
-// The bytes a matvec of d streams (weights, and nf4 absmax or codes, or the 8-bit formats' row scales) for the
-// kernel ahead of it to ask L2 for: none when over s->l2_next_bytes, or laid out for the tensor cores.
-L2Next l2_next_of(const State *s, const DeviceLinear *d)
-{
-    L2Next n = {{NULL, NULL}, {0, 0}};
-    if (!d || d->tiled || !s->l2_next_bytes) return n;
-    bool nf4 = d->format == ECO_PREC_NF4 || d->format == ECO_PREC_NF4_DQ, dq = d->format == ECO_PREC_NF4_DQ;
-    unsigned long long w, scales = 0;
-    if (d->nf4_rows) {
-        MatvecParams p = mapping_params(s, *d, d->tile_map);
-        unsigned long long groups = (unsigned long long)nf4_rows_groups(p, d->tile_map, kNf4RowsR), slots = (unsigned long long)kWarp * kNf4RowsR;
-        w = groups * (unsigned long long)(d->cols / 32) * slots * 16;
-        scales = groups * (unsigned long long)(d->cols / d->blocksize) * slots * (dq ? 1 : 4);
-    } else {
-        w = (unsigned long long)d->rows * weight_row_bytes(d->format, d->cols);
-        scales = nf4 ? (unsigned long long)d->rows * d->cols / d->blocksize * (dq ? 1 : 4) : d->row_scale ? (unsigned long long)d->rows * 4 : 0;
-    }
-    if (w + scales > (unsigned long long)s->l2_next_bytes) return n;
-    n.p[0] = d->w;
-    n.n[0] = w;
-    n.p[1] = nf4 ? (dq ? (const void *)d->absmax_q : (const void *)d->absmax) : (const void *)d->row_scale;
-    n.n[1] = n.p[1] ? scales : 0;
-    return n;
-}
-
-// next: the linear after this norm, asked of L2 while the norm runs (l2_next_of), or NULL.
-eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = NULL, const Linear *next = NULL)
+eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = NULL)
 {
     const eco_model_config &c = s->cfg;
     int zero_n = zero ? (c.heads + 2 * c.kv_heads) * c.head_dim : 0;
-    L2Next nx = l2_next_of(s, next ? &next->d : NULL);
-    // one block for the norm, and blocks that only ask L2 for the next linear (a 64 KB piece or two each)
-    unsigned long long pieces = (nx.n[0] + nx.n[1]) / kL2NextPiece + 1;
-    unsigned grid = 1 + (nx.n[0] ? (unsigned)std::min<unsigned long long>((unsigned long long)s->sm_count, (pieces + 1) / 2) : 0);
     if (quantize)
-        return launch(s, true, rmsnorm<true>, dim3(grid), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+        return launch(s, true, rmsnorm<true>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
                       (float)c.rms_eps, s->opt.quant.int8_threshold, s->xq, s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers,
-                      zero, zero_n, nx);
-    return launch(s, true, rmsnorm<false>, dim3(grid), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
-                  (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0, zero, zero_n, nx);
+                      zero, zero_n);
+    return launch(s, true, rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+                  (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0, zero, zero_n);
 }
 
 // Dims per lane: head_dim / 32 rounded up to 2, 4 or 8 (fewer registers and loads for the common 64 and 128).
@@ -1424,7 +1379,7 @@ eco_err launch_attention(State *s, const Layer &L, int window, bool consume)
     AttnConsume cons = {(const float *)L.qkv_bias, (const float2 *)s->rope, L.k_cache, L.v_cache};
     return launch(s, true, kernel, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
                   (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
-                  c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done, cons, l2_next_of(s, &L.o.d));
+                  c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done, cons);
 }
 
 // qkv's bias, RoPE and KV write as a kernel of their own: in place on s->qkv (unfused), or from the atomic sums in
@@ -1450,7 +1405,7 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm, NULL, &L.qkv))) return e;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->qkv_atomic) {
             // The sums as a residual add into zeroed memory (column slices and row groups split between warps add
             // atomically, nothing waits for a group's last warp); bias, RoPE and the KV write in attention, or apart.
@@ -1474,7 +1429,7 @@ eco_err enqueue_token(State *s)
         bool rope_in_attention = s->qkv_atomic == kQkvAtomicAttention;
         if ((e = launch_attention(s, L, window, rope_in_attention))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL, &L.gate_up))) return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
             o.x_quantized = quantize_in_norm;
@@ -2155,12 +2110,11 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait; qkv, o, gate_up <= %d MB asked of L2 by "
-             "the norm or attention ahead%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
-             d.pdl ? d.l2_prefetch_mb : 0, d.l2_next_mb < 0 ? 0 : d.l2_next_mb,
+             d.pdl ? d.l2_prefetch_mb : 0,
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"

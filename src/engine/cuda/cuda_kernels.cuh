@@ -60,28 +60,6 @@ __device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
-// The next linear's bytes (weights, and its scales) for a latency-bound kernel ahead of it to ask L2 for:
-// a norm or attention leaves HBM idle for microseconds, and a small linear is latency-bound on its first loads.
-struct L2Next {
-    const void *p[2];
-    unsigned long long n[2]; // bytes; 0: nothing
-};
-
-constexpr unsigned kL2NextPiece = 64u << 10;
-
-// Part `part` of `parts` asks for its share of `next`, in pieces of kL2NextPiece (each a multiple of 16 bytes).
-__device__ __forceinline__ void l2_next_prefetch(const L2Next &next, unsigned part, unsigned parts)
-{
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        unsigned long long n = next.n[r] & ~15ull, pieces = (n + kL2NextPiece - 1) / kL2NextPiece;
-        for (unsigned long long i = part; i < pieces; i += parts) {
-            unsigned long long at = i * kL2NextPiece;
-            prefetch_l2(static_cast<const uint8_t *>(next.p[r]) + at, (unsigned)min((unsigned long long)kL2NextPiece, n - at));
-        }
-    }
-}
-
 // ---- Programmatic dependent launch (Hopper) ----
 // Every kernel of a token lets the next one be scheduled as soon as it starts (launch_dependents) and waits
 // for its predecessor's results only where it reads them (wait). A matvec issues its first weight loads
@@ -766,15 +744,9 @@ __global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict_
                                                         __half *__restrict__ out, int n, float eps, float threshold,
                                                         int8_t *__restrict__ xq, float *__restrict__ x_absmax,
                                                         int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers,
-                                                        float *__restrict__ zero, int zero_n, const L2Next next)
+                                                        float *__restrict__ zero, int zero_n)
 {
     grid_dependents_launch();
-    // Blocks past the first only ask L2 for the next linear, a share each: asked from the norm's one SM, 9 MB
-    // (Qwen2.5-7B's nf4 qkv) held the norm ~26 us a layer (session 16, call 5).
-    if (blockIdx.x > 0) {
-        if (threadIdx.x == 0) l2_next_prefetch(next, blockIdx.x - 1, gridDim.x - 1);
-        return;
-    }
     __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
     __shared__ int count;
     if (Quantize && threadIdx.x == 0) count = 0;
@@ -983,12 +955,9 @@ template <int ND, bool Consume>
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window, int min_per_block,
-                          float *__restrict__ partial, int *__restrict__ done, const AttnConsume cons, const L2Next l2_next)
+                          float *__restrict__ partial, int *__restrict__ done, const AttnConsume cons)
 {
     grid_dependents_launch();
-    if (threadIdx.x == 0) // every block, spare ones too (the next linear's weights do not depend on this token): a
-                          // piece or two per SM rather than many from a few
-        l2_next_prefetch(l2_next, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
     __shared__ float warp_m[kAttnWarps], warp_l[kAttnWarps], warp_acc[kAttnWarps][kAttnMaxHeadDim];
     __shared__ float q_rot[Consume ? kAttnMaxHeadDim : 1];
     __shared__ __half k_now[Consume ? kAttnMaxHeadDim : 1], v_now[Consume ? kAttnMaxHeadDim : 1];
