@@ -111,9 +111,9 @@ if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
     declare -A need=([Qwen2.5-0.5B]=95 [Qwen2.5-1.5B]=105 [Qwen2.5-3B]=125 [Phi-3-mini]=130 [Qwen2.5-7B]=160 [Mistral-7B-v0.3]=160 [Llama-3.1-8B]=170 [Qwen2.5-14B]=240)
     if [ "${WINDOW_S:-3}" = 2 ]; then need=([Qwen2.5-0.5B]=65 [Qwen2.5-1.5B]=75 [Qwen2.5-3B]=90 [Phi-3-mini]=85 [Qwen2.5-7B]=125 [Mistral-7B-v0.3]=125 [Llama-3.1-8B]=135 [Qwen2.5-14B]=195); fi
+    np=$(echo "${MEASURE_PRECS:-fp16,int8,int8-mixed,nf4,fp8}" | tr ',' '\n' | wc -l)
     for m in "$@"; do
         n=${need[$m]:-150}
-        np=$(echo "${MEASURE_PRECS:-fp16,int8,int8-mixed,nf4,fp8}" | tr ',' '\n' | wc -l)
         n=$((n * (np + 1) / 6)) # the figures are for five precisions; load and idle come once
         if [ "$(left)" -lt $((n + 15)) ]; then log "skip $m: $(left) s left, needs ~$n"; continue; fi
         slug=$(echo "$m" | tr 'A-Z' 'a-z')${MEASURE_TAG:-}

@@ -849,13 +849,12 @@ __global__ void rope_kv(float *src, float *dst, const float *__restrict__ bias, 
         if (Consume) src[off + i] = src[off + i + half_dim] = 0.f;
         if (bias) { a += bias[off + i]; b += bias[off + i + half_dim]; }
         float2 r = rope_rotate(a, b, rope[(size_t)pos * half_dim + i]);
-        float ra = r.x, rb = r.y;
-        dst[off + i] = ra;
-        dst[off + i + half_dim] = rb;
+        dst[off + i] = r.x;
+        dst[off + i + half_dim] = r.y;
         if (h >= heads) {
             size_t row = (size_t)pos * kv_dim + (off - q_dim);
-            k_cache[row + i] = __float2half(ra);
-            k_cache[row + i + half_dim] = __float2half(rb);
+            k_cache[row + i] = __float2half(r.x);
+            k_cache[row + i + half_dim] = __float2half(r.y);
         }
     }
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < kv_dim; j += gridDim.x * blockDim.x) {
