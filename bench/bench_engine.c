@@ -1,7 +1,12 @@
 /* Decode speed per model x precision against the bandwidth roofline measured in the same run:
  * roofline tok/s = streaming read bandwidth / bytes read per token (weights, scales, lm_head, KV).
  * usage: bench_engine [--backend cuda|cpu] [--models A,B] [--precisions fp16,nf4,...] [--tokens N]
- *                     [--reference-stack] [--seconds S] */
+ *                     [--reference-stack] [--seconds S] [--variants "V;V;..." [--rounds N]]
+ * --variants: engine variants side by side. Each V is "-" (the defaults) or space-separated NAME=VALUE
+ * environment assignments, in force while that variant's engine is built and warmed up (the CUDA backend
+ * reads its ECO_CUDA_* settings then). All variants of a model x precision are held at once and decoded in
+ * turn, round after round, so drift in clocks or temperature falls on all of them alike; each prints its
+ * median tok/s over the rounds, the spread, and its ratio to the first variant's median. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,13 +94,133 @@ static int bench_one(const eco_model_config *c, eco_weights *w, eco_precision p,
     return 0;
 }
 
+#define MAX_VARIANTS 8
+#define MAX_ROUNDS 32
+#define MAX_ASSIGN 8
+
+struct variant_bench {
+    struct engine_bench *b;
+    int n, rounds;
+    char *spec[MAX_VARIANTS];
+};
+
+/* Sets the assignments of `spec` ("-" or "A=1 B=2"), saving what they replaced in saved[] (NULL: unset).
+ * Returns how many were set, or -1 for a malformed one. */
+static void variant_restore(int n, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN]);
+
+static int variant_apply(char *spec, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
+{
+    int n = 0;
+    if (!strcmp(spec, "-")) return 0;
+    char *copy = strdup(spec);
+    for (char *ss = NULL, *a = strtok_r(copy, " ", &ss); a; a = strtok_r(NULL, " ", &ss)) {
+        char *eq = strchr(a, '=');
+        if (!eq || eq == a || n == MAX_ASSIGN) {
+            free(copy);
+            for (int i = 0; i < n; i++) free(names[i]), free(saved[i]);
+            return -1;
+        }
+        *eq = 0;
+        const char *old = getenv(a);
+        names[n] = strdup(a);
+        saved[n] = old ? strdup(old) : NULL;
+        setenv(a, eq + 1, 1);
+        n++;
+    }
+    free(copy);
+    return n;
+}
+
+/* Whether spec is "-" or up to MAX_ASSIGN space-separated NAME=VALUE. */
+static int variant_valid(const char *spec)
+{
+    if (!strcmp(spec, "-")) return 1;
+    char *names[MAX_ASSIGN], *saved[MAX_ASSIGN];
+    char *copy = strdup(spec);
+    int n = variant_apply(copy, names, saved);
+    free(copy);
+    if (n < 0) return 0;
+    variant_restore(n, names, saved);
+    return n > 0;
+}
+
+static void variant_restore(int n, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(names[i]);
+        free(saved[i]);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One model x precision, every variant held at once and decoded in turn for `rounds` rounds. */
+static int bench_variants(const eco_model_config *c, eco_weights *w, eco_precision p, const char *pname, void *ctx)
+{
+    struct variant_bench *vb = ctx;
+    struct engine_bench *b = vb->b;
+    eco_engine *e[MAX_VARIANTS] = {0};
+    double tps[MAX_VARIANTS][MAX_ROUNDS], load[MAX_VARIANTS] = {0};
+    int most = b->tokens > WARMUP_TOKENS ? b->tokens : WARMUP_TOKENS;
+    int32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, *out = malloc(sizeof(int32_t) * (size_t)most);
+    if (!out) return 1;
+    for (int v = 0; v < vb->n; v++) {
+        char *names[MAX_ASSIGN], *saved[MAX_ASSIGN];
+        int na = variant_apply(vb->spec[v], names, saved); /* checked in main */
+        if (na < 0) na = 0;
+        eco_engine_options o;
+        eco_engine_options_default(&o);
+        o.precision = p;
+        o.max_seq = b->prompt + most + 8;
+        double t0 = now_s();
+        eco_decode_timing warm;
+        if (eco_engine_create(b->backend, w, &o, &e[v]) || eco_engine_generate(e[v], in, b->prompt, WARMUP_TOKENS, out, &warm)) {
+            printf("%-16s %-10s [%s] failed: %s\n", c->name, pname, vb->spec[v], eco_last_error());
+            if (e[v]) eco_engine_free(e[v]);
+            e[v] = NULL;
+        }
+        load[v] = now_s() - t0;
+        variant_restore(na, names, saved);
+    }
+    for (int r = 0; r < vb->rounds; r++)
+        for (int v = 0; v < vb->n; v++) {
+            eco_decode_timing t;
+            tps[v][r] = 0;
+            if (e[v] && eco_engine_generate(e[v], in, b->prompt, b->tokens, out, &t) == ECO_OK) tps[v][r] = t.decode_tok_per_s;
+        }
+    double bytes = (double)eco_model_bytes_per_token(c, p, (uint64_t)(b->prompt + b->tokens / 2), false);
+    double roof = b->bw * 1e9 / bytes, base = 0;
+    for (int v = 0; v < vb->n; v++) {
+        if (!e[v]) continue;
+        double sorted[MAX_ROUNDS];
+        memcpy(sorted, tps[v], sizeof(double) * (size_t)vb->rounds);
+        qsort(sorted, (size_t)vb->rounds, sizeof(double), cmp_double);
+        double med = vb->rounds % 2 ? sorted[vb->rounds / 2] : 0.5 * (sorted[vb->rounds / 2 - 1] + sorted[vb->rounds / 2]);
+        if (v == 0) base = med;
+        printf("%-16s %-10s %10.1f %10.1f %10.1f %7.1f%%  %6.1f..%-6.1f %8s   (load %.1f s)  %s\n", c->name, pname, bytes / 1e6, med, roof,
+               100.0 * med / roof, sorted[0], sorted[vb->rounds - 1], "", load[v], vb->spec[v]);
+        if (v > 0 && base > 0) printf("%-16s %-10s %39s x%.4f vs [%s]\n", "", "", "", med / base, vb->spec[0]);
+        eco_engine_free(e[v]);
+    }
+    fflush(stdout);
+    free(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = "cuda", *models = "Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B";
     const char *precs = "fp16,int8,int8-mixed,nf4,fp8";
     int tokens = 128, prompt = 8;
     double seconds = 2.0;
-    int reference_stack = 0;
+    int reference_stack = 0, rounds = 5;
+    char *variants = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--models") && i + 1 < argc) models = argv[++i];
@@ -103,9 +228,24 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) tokens = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reference-stack")) reference_stack = 1;
+        else if (!strcmp(argv[i], "--variants") && i + 1 < argc) variants = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else { fprintf(stderr, "bench_engine: unknown argument %s\n", argv[i]); return 2; }
     }
     if (tokens < 2) tokens = 2;
+    struct variant_bench vb = {.rounds = rounds};
+    if (variants) {
+        if (rounds < 1 || rounds > MAX_ROUNDS) { fprintf(stderr, "bench_engine: --rounds wants 1..%d\n", MAX_ROUNDS); return 2; }
+        for (char *vs = NULL, *v = strtok_r(variants, ";", &vs); v; v = strtok_r(NULL, ";", &vs)) {
+            if (vb.n == MAX_VARIANTS) { fprintf(stderr, "bench_engine: at most %d variants\n", MAX_VARIANTS); return 2; }
+            if (!variant_valid(v)) {
+                fprintf(stderr, "bench_engine: variant \"%s\": want \"-\" or up to %d space-separated NAME=VALUE\n", v, MAX_ASSIGN);
+                return 2;
+            }
+            vb.spec[vb.n++] = v;
+        }
+        if (!vb.n) { fprintf(stderr, "bench_engine: --variants names none\n"); return 2; }
+    }
     double bw;
     char device[256] = "CPU";
     if (!strcmp(backend, "cuda")) {
@@ -120,8 +260,14 @@ int main(int argc, char **argv)
     }
     printf("device: %s\nmeasured streaming read bandwidth: %.1f GB/s\nbackend %s%s, batch 1, greedy, %d-token prompt, %d generated tokens\n\n",
            device, bw, backend, reference_stack ? " (reference-stack mode)" : "", prompt, tokens);
-    printf("%-16s %-10s %10s %10s %10s %8s %9s\n", "model", "precision", "MB/token", "tok/s", "roofline", "% roof", "vs fp16");
+    if (variants)
+        printf("%-16s %-10s %10s %10s %10s %8s  %-13s %8s   %s\n", "model", "precision", "MB/token", "tok/s", "roofline", "% roof", "range", "", "variant");
+    else
+        printf("%-16s %-10s %10s %10s %10s %8s %9s\n", "model", "precision", "MB/token", "tok/s", "roofline", "% roof", "vs fp16");
 
     struct engine_bench ctx = {.backend = backend, .bw = bw, .tokens = tokens, .prompt = prompt};
-    return eco_model_sweep("bench_engine", models, precs, bench_one, &ctx);
+    if (!variants) return eco_model_sweep("bench_engine", models, precs, bench_one, &ctx);
+    vb.b = &ctx;
+    printf("variants side by side: %d, decoded in turn for %d rounds; tok/s is the median, then the range\n", vb.n, rounds);
+    return eco_model_sweep("bench_engine", models, precs, bench_variants, &vb);
 }

@@ -5,11 +5,12 @@
 # applied), then `eco measure` on as many of the given models as the time left allows. Binaries come
 # prebuilt in .device/bin with their libraries in .device/lib.
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
-#   STAGES: comma list of test,engine,prev,ab,profile,variants,matvec,dims,measure (default
+#   STAGES: comma list of test,engine,prev,ab,profile,variants,sbs,matvec,dims,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
-#   PROFILE_MODELS x PROFILE_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
+#   PROFILE_MODELS x PROFILE_PRECS. sbs: bench_engine --variants "$SBS_VARIANTS" (the variants held at once and
+#   decoded in turn for SBS_ROUNDS rounds: ratios side by side) on SBS_MODELS x SBS_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
 #   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
 #   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS, with MATVEC_ARGS (e.g. "--shape 4,1").
 #   dims: bench_matvec --dims (bare linears, one kernel at a time: the steady-state share of the bandwidth) once
@@ -80,6 +81,12 @@ if has variants; then
         (if [ "$v" != - ]; then export $v; fi; timed $(upto 200) $B/bench_engine --models ${VARIANT_MODELS:-Qwen2.5-7B} --precisions ${VARIANT_PRECS:-fp16,int8,nf4,fp8}) > "$W/bench_engine_variant_$(vslug "$v").txt" 2>&1
         grep -E "Qwen|Llama|Mistral|Phi" "$W/bench_engine_variant_$(vslug "$v").txt"
     done
+fi
+if has sbs; then
+    log "bench_engine side by side: $SBS_VARIANTS"
+    timed $(upto ${SBS_TIMEOUT:-300}) $B/bench_engine --models ${SBS_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${SBS_PRECS:-nf4} \
+        --variants "${SBS_VARIANTS:?SBS_VARIANTS}" --rounds ${SBS_ROUNDS:-5} > "$W/bench_engine_sbs.txt" 2>&1
+    log "bench_engine side by side rc=$?"; grep -E "Qwen|Llama|Mistral|Phi| x[0-9]" "$W/bench_engine_sbs.txt"
 fi
 if has matvec; then
     # MATVEC_VARIANTS: ";"-separated env assignments, "-" for the defaults (the env lines come from the defaults).
