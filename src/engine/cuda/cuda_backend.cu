@@ -18,6 +18,7 @@
 #include "cuda_kernels.cuh"
 #include "cuda_mma.cuh"
 #include "cuda_nf4_rows.cuh"
+#include "mma_plan.h"
 
 extern "C" {
 #include "eco/engine.h"
@@ -64,6 +65,7 @@ struct Design {
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
+    int mma_fill_by_slots; // ECO_CUDA_MMA_FILL=slots: session 16's shape score (waves of slots); =sm the default; -1: did not parse
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
@@ -194,6 +196,8 @@ Design requested_design(void)
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
+    const char *fill = getenv("ECO_CUDA_MMA_FILL");
+    d.mma_fill_by_slots = !fill || !strcmp(fill, "sm") ? 0 : !strcmp(fill, "slots") ? 1 : -1;
     const char *shape = getenv("ECO_CUDA_MMA_SHAPE");
     if (shape) {
         int rt, kw, sp;
@@ -225,6 +229,7 @@ struct State {
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
+    int mma_fill_by_slots; /* its shape scored by waves of slots (ECO_CUDA_MMA_FILL=slots), not by the busiest SM */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     long nf4_lanes_min, nf4_rows_min_residual; /* weights: the lane decoder's and the row-per-lane residual thresholds */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
@@ -273,6 +278,8 @@ eco_err apply_design(State *s, const Design &d)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA=\"%s\" / ECO_CUDA_MMA_SHAPE=\"%s\": want 0, none, all or precision names "
                         "(fp16,int8,int8-mixed,nf4,fp8), and \"RT,KW,S\" with RT 1 or 2, KW 1, 2, 4 or 8, S 1..16",
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
+    if (d.mma_fill_by_slots < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots", getenv("ECO_CUDA_MMA_FILL"));
+    s->mma_fill_by_slots = d.mma_fill_by_slots;
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
@@ -1195,12 +1202,9 @@ eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
     return e;
 }
 
-// Shape. A block streams its tiles to the end, so a grid of B blocks with C resident at once takes
-// ceil(B / C) waves of about equal blocks: the choice (row tiles per warp, warps per tile, column slices over
-// blocks for a residual add) maximizes B / (ceil(B / C) C), the share of block slots doing work, each warp
-// keeping >= 2 steps. Ties go to two row tiles per warp (twice the bytes in flight per load batch), then to
-// fewer slices. (The first version aimed at 16 warps per SM regardless of waves: Qwen2.5-7B gate_up ran 1.12
-// waves and took twice the scalar kernel's time.)
+// Shape: eco_mma_choose (mma_plan.h) over the occupancy of each row-tile count.
+static_assert(kMmaWarps == ECO_MMA_PLAN_WARPS, "mma_plan.h plans the kernel's block of warps");
+
 struct MmaShape {
     int rt, kw, splits;
     unsigned blocks;
@@ -1208,35 +1212,24 @@ struct MmaShape {
 
 eco_err mma_shape(const State *s, const DeviceLinear &d, const MatvecParams &p, MmaShape *out)
 {
-    int units = item_units(p, 2), steps = d.cols / mma_step_cols(mma_weight_kind(d.format));
-    double best = -1;
-    for (int rt = 2; rt >= 1; rt--) {
-        if (s->mma_rt ? rt != s->mma_rt : rt == 2 && d.format == ECO_PREC_NF4_DQ) continue; // nf4-dq, 2 tiles: 170 registers
+    eco_mma_problem q;
+    memset(&q, 0, sizeof q);
+    q.units = item_units(p, 2);
+    q.steps = d.cols / mma_step_cols(mma_weight_kind(d.format));
+    q.residual = p.epilogue == EP_ADD;
+    q.sm_count = s->sm_count;
+    q.no_rt2 = d.format == ECO_PREC_NF4_DQ;
+    q.want_rt = s->mma_rt;
+    q.want_kw = s->mma_kw;
+    q.want_splits = s->force_splits ? s->force_splits : s->mma_splits;
+    q.by_slots = s->mma_fill_by_slots;
+    for (int rt = 1; rt <= 2; rt++) {
         int per_sm = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp, mma_smem_bytes(d.format)));
-        long slots = (long)s->sm_count * (per_sm > 0 ? per_sm : 1);
-        int tiles = (units + 8 * rt - 1) / (8 * rt);
-        for (int kw = 1; kw <= kMmaWarps; kw *= 2) {
-            if (s->mma_kw ? kw != s->mma_kw : kw > 1 && steps / kw < 2) continue;
-            for (int sp = 1; sp <= 8; sp *= 2) {
-                if (p.epilogue != EP_ADD && sp > 1) break;
-                int want = s->force_splits ? s->force_splits : s->mma_splits;
-                if (want ? sp != want : sp > 1 && steps / (kw * sp) < 2) continue;
-                long blocks = (long)(tiles + kMmaWarps / kw - 1) / (kMmaWarps / kw) * sp;
-                double fill = (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
-                if (fill > best + 1e-9) {
-                    best = fill;
-                    *out = MmaShape{rt, kw, sp, (unsigned)blocks};
-                }
-            }
-        }
+        q.per_sm[rt] = per_sm > 0 ? per_sm : 1;
     }
-    if (best < 0) { // an override no candidate met (e.g. S with too few columns): take it as given
-        int rt = s->mma_rt ? s->mma_rt : 1, kw = s->mma_kw ? s->mma_kw : 1, sp = p.epilogue == EP_ADD && s->mma_splits ? s->mma_splits : 1;
-        if (p.epilogue == EP_ADD && s->force_splits) sp = s->force_splits;
-        int tiles = (units + 8 * rt - 1) / (8 * rt);
-        *out = MmaShape{rt, kw, sp, (unsigned)((tiles + kMmaWarps / kw - 1) / (kMmaWarps / kw) * sp)};
-    }
+    eco_mma_plan m = eco_mma_choose(&q);
+    *out = MmaShape{m.rt, m.kw, m.splits, m.blocks};
     return ECO_OK;
 }
 
@@ -2102,13 +2095,14 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
-    char mma[64] = "";
+    char mma[128] = "";
     size_t m_at = 0;
     for (const auto &x : f)
         if (d.mma & fmt_bit(x.format))
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
-    else if (!d.mma_any_size && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
+    else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
+    if (d.mma && d.mma_fill_by_slots == 1 && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " shaped by waves of slots");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",

@@ -1,0 +1,98 @@
+/* The tensor-core matvec's launch shape, as plain arithmetic (C and CUDA C alike, so a host unit test checks
+ * the choice without a GPU). A block of 8 warps covers 8 / kw row tiles of 16 · rt rows (kw warps splitting a
+ * tile's columns), and a residual add may split the columns over `splits` blocks more.
+ *
+ * How long a grid of B equal blocks takes: an SM holds up to per_sm of them at once, and the blocks an SM is
+ * given share its throughput. While an SM holds at most per_sm blocks, each is bound by its own latency, so
+ * the SM finishes in about one block's time whatever it holds; beyond that its blocks queue. The busiest SM
+ * gets ceil(B / SMs) blocks, so the grid takes about (W / B) · max(per_sm, ceil(B / SMs)) for W the whole
+ * work, and the share of the ideal it reaches is
+ *     fill = B / (SMs · max(per_sm, ceil(B / SMs))).
+ * Session 16's rule counted waves of slots instead, B / (ceil(B / slots) · slots). It scored Qwen2.5-14B's
+ * int8 gate_up (27648 x 5120) 0.818 for 432 blocks and for 864 alike and took 432: 43.7 us. 864 blocks
+ * (7 on the busiest SM against a mean of 6.5: 0.935 here) ran it in 37.2–39.7 us side by side, and
+ * Llama-3.1-8B's in 33.0 against 38.6 (data/h200/session17/call1). The old rule stays for A/Bs
+ * (ECO_CUDA_MMA_FILL=slots). */
+#ifndef ECO_CUDA_MMA_PLAN_H
+#define ECO_CUDA_MMA_PLAN_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ECO_MMA_PLAN_WARPS = 8, ECO_MMA_PLAN_MAX_SPLITS = 8 };
+
+typedef struct {
+    int units;        /* epilogue units (row pairs) of the linear */
+    int steps;        /* mma steps along a row */
+    int residual;     /* its output is added to the residual (columns may split over blocks) */
+    int sm_count;     /* SMs */
+    int per_sm[3];    /* blocks an SM holds at once, by row tiles per warp (index 1, 2; 0 unused) */
+    int no_rt2;       /* two row tiles per warp not allowed (nf4-dq: 170 registers) */
+    int want_rt, want_kw, want_splits; /* fixed by ECO_CUDA_MMA_SHAPE (or forced splits); 0: chosen */
+    int by_slots;     /* score by waves of slots (session 16's rule) */
+} eco_mma_problem;
+
+typedef struct {
+    int rt, kw, splits;
+    unsigned blocks;
+    double fill; /* the score it won with; negative when no candidate met the overrides */
+} eco_mma_plan;
+
+static inline double eco_mma_fill(long blocks, long sm_count, long per_sm, int by_slots)
+{
+    if (blocks <= 0 || sm_count <= 0) return 0;
+    if (per_sm < 1) per_sm = 1;
+    if (by_slots) {
+        long slots = sm_count * per_sm;
+        return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
+    }
+    long busiest = (blocks + sm_count - 1) / sm_count;
+    return (double)blocks / (double)(sm_count * (busiest > per_sm ? busiest : per_sm));
+}
+
+static inline eco_mma_plan eco_mma_plan_of(int rt, int kw, int splits, long blocks, double fill)
+{
+    eco_mma_plan m;
+    m.rt = rt;
+    m.kw = kw;
+    m.splits = splits;
+    m.blocks = (unsigned)blocks;
+    m.fill = fill;
+    return m;
+}
+
+/* The shape with the best fill, each warp keeping at least 2 steps. Ties go to two row tiles per warp (twice
+ * the bytes in flight per load batch), then to fewer warps per tile and fewer slices. Without a candidate
+ * (overrides no shape meets) the overrides are taken as given and fill is -1. */
+static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
+{
+    eco_mma_plan best = eco_mma_plan_of(0, 0, 0, 0, -1);
+    for (int rt = 2; rt >= 1; rt--) {
+        if (p->want_rt ? rt != p->want_rt : rt == 2 && p->no_rt2) continue;
+        long tiles = (p->units + 8L * rt - 1) / (8L * rt);
+        for (int kw = 1; kw <= ECO_MMA_PLAN_WARPS; kw *= 2) {
+            if (p->want_kw ? kw != p->want_kw : kw > 1 && p->steps / kw < 2) continue;
+            for (int sp = 1; sp <= ECO_MMA_PLAN_MAX_SPLITS; sp *= 2) {
+                if (!p->residual && sp > 1) break;
+                if (p->want_splits ? sp != p->want_splits : sp > 1 && p->steps / (kw * sp) < 2) continue;
+                long blocks = (tiles + ECO_MMA_PLAN_WARPS / kw - 1) / (ECO_MMA_PLAN_WARPS / kw) * sp;
+                double fill = eco_mma_fill(blocks, p->sm_count, p->per_sm[rt], p->by_slots);
+                if (fill > best.fill + 1e-9) best = eco_mma_plan_of(rt, kw, sp, blocks, fill);
+            }
+        }
+    }
+    if (best.fill < 0) {
+        int rt = p->want_rt ? p->want_rt : 1, kw = p->want_kw ? p->want_kw : 1;
+        int sp = p->residual && p->want_splits ? p->want_splits : 1;
+        long tiles = (p->units + 8L * rt - 1) / (8L * rt);
+        best = eco_mma_plan_of(rt, kw, sp, (tiles + ECO_MMA_PLAN_WARPS / kw - 1) / (ECO_MMA_PLAN_WARPS / kw) * sp, -1);
+    }
+    return best;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,99 @@
+/* The tensor-core matvec's shape choice (src/engine/cuda/mma_plan.h), on the H200's 132 SMs and the int8
+ * kernel's occupancy there (4 blocks an SM with one row tile a warp, 60 registers; 3 with two, 78): the
+ * shapes session 17 measured side by side (data/h200/session17/call1) must come out of the arithmetic. */
+#include "eco_test.h"
+
+#include "engine/cuda/mma_plan.h"
+
+static eco_mma_problem h200_int8(int units, int cols, int residual)
+{
+    eco_mma_problem p = {0};
+    p.units = units;
+    p.steps = cols / 64; /* an int8 mma step is 64 columns */
+    p.residual = residual;
+    p.sm_count = 132;
+    p.per_sm[1] = 4;
+    p.per_sm[2] = 3;
+    return p;
+}
+
+static void assert_plan(eco_mma_plan m, int rt, int kw, int splits, unsigned blocks)
+{
+    if (m.rt != rt || m.kw != kw || m.splits != splits || m.blocks != blocks)
+        fail_msg("plan %d,%d,%d with %u blocks (fill %.4f), expected %d,%d,%d with %u", m.rt, m.kw, m.splits, m.blocks, m.fill, rt, kw,
+                 splits, blocks);
+}
+
+static void test_fill(void **state)
+{
+    (void)state;
+    /* one wave: the SMs' slots that work */
+    assert_near(eco_mma_fill(432, 132, 4, 0), 432.0 / 528.0, 1e-12);
+    assert_near(eco_mma_fill(100, 132, 4, 0), 100.0 / 528.0, 1e-12);
+    /* more blocks than slots: the busiest SM's 7 blocks against a mean of 6.55 */
+    assert_near(eco_mma_fill(864, 132, 4, 0), 864.0 / 924.0, 1e-12);
+    assert_near(eco_mma_fill(1188, 132, 4, 0), 1.0, 1e-12);
+    /* by waves of slots, 864 is two waves of 528 */
+    assert_near(eco_mma_fill(864, 132, 4, 1), 864.0 / 1056.0, 1e-12);
+    assert_near(eco_mma_fill(0, 132, 4, 0), 0.0, 0);
+    assert_near(eco_mma_fill(10, 132, 0, 0), 10.0 / 132.0, 1e-12); /* no occupancy reported: one block an SM */
+}
+
+/* gate_up (SwiGLU pairs as units) of the three sizes measured */
+static void test_gate_up_choices(void **state)
+{
+    (void)state;
+    eco_mma_problem q14 = h200_int8(13824, 5120, 0), q8 = h200_int8(14336, 4096, 0), q7 = h200_int8(18944, 3584, 0);
+    /* Qwen2.5-14B: the busiest-SM score takes 864 blocks (39.7 us) over session 16's 432 (43.7 us) */
+    assert_plan(eco_mma_choose(&q14), 2, 8, 1, 864);
+    assert_near(eco_mma_choose(&q14).fill, 864.0 / 924.0, 1e-12);
+    q14.by_slots = 1;
+    assert_plan(eco_mma_choose(&q14), 1, 2, 1, 432);
+    /* Llama-3.1-8B: 896 blocks (33.0 us) over 448 (38.6 us) */
+    assert_plan(eco_mma_choose(&q8), 2, 8, 1, 896);
+    q8.by_slots = 1;
+    assert_plan(eco_mma_choose(&q8), 1, 2, 1, 448);
+    /* Qwen2.5-7B: both scores keep 1184 blocks (34.7 us) */
+    assert_plan(eco_mma_choose(&q7), 2, 8, 1, 1184);
+    q7.by_slots = 1;
+    assert_plan(eco_mma_choose(&q7), 2, 8, 1, 1184);
+}
+
+static void test_residual_and_overrides(void **state)
+{
+    (void)state;
+    /* Qwen2.5-7B's o (3584 x 3584, pairs of rows): 224 tiles of 16 rows; column slices give 448 blocks, one
+     * wave (the most any shape reaches while every warp keeps 2 of the 56 steps) */
+    eco_mma_problem o = h200_int8(1792, 3584, 1);
+    eco_mma_plan m = eco_mma_choose(&o);
+    assert_plan(m, 1, 2, 8, 448);
+    assert_near(m.fill, 448.0 / 528.0, 1e-12);
+    assert_true(o.steps / (m.kw * m.splits) >= 2);
+    /* a gate_up never splits its columns over blocks (its epilogue needs whole sums) */
+    eco_mma_problem g = h200_int8(1792, 3584, 0);
+    assert_int_equal(eco_mma_choose(&g).splits, 1);
+    /* ECO_CUDA_MMA_SHAPE fixes the shape */
+    eco_mma_problem f = h200_int8(13824, 5120, 0);
+    f.want_rt = 1, f.want_kw = 4;
+    assert_plan(eco_mma_choose(&f), 1, 4, 1, 864);
+    /* nf4-dq never takes two row tiles */
+    eco_mma_problem dq = h200_int8(13824, 5120, 0);
+    dq.no_rt2 = 1;
+    assert_int_equal(eco_mma_choose(&dq).rt, 1);
+    /* an override no candidate meets (16 slices: more than the plan tries) is taken as given */
+    eco_mma_problem big = h200_int8(1792, 3584, 1);
+    big.want_splits = 16;
+    m = eco_mma_choose(&big);
+    assert_true(m.fill < 0);
+    assert_plan(m, 1, 1, 16, 224 / 8 * 16);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fill),
+        cmocka_unit_test(test_gate_up_choices),
+        cmocka_unit_test(test_residual_and_overrides),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
