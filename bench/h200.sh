@@ -9,8 +9,8 @@
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
-#   PROFILE_MODELS x PROFILE_PRECS. sbs: bench_engine --variants "$SBS_VARIANTS" (the variants held at once and
-#   decoded in turn for SBS_ROUNDS rounds: ratios side by side) on SBS_MODELS x SBS_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
+#   PROFILE_MODELS x PROFILE_PRECS. sbs: bench_engine --variants (the variants held at once and decoded in turn
+#   for SBS_ROUNDS rounds: ratios side by side) per SBS_JOBS entry, or SBS_VARIANTS on SBS_MODELS x SBS_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
 #   assignments, "-" for the defaults) on VARIANT_MODELS x VARIANT_PRECS. matvec: bench_matvec once per
 #   MATVEC_VARIANTS entry (same form) on MATVEC_MODELS x MATVEC_PRECS, with MATVEC_ARGS (e.g. "--shape 4,1").
 #   dims: bench_matvec --dims (bare linears, one kernel at a time: the steady-state share of the bandwidth) once
@@ -83,10 +83,16 @@ if has variants; then
     done
 fi
 if has sbs; then
-    log "bench_engine side by side: $SBS_VARIANTS"
-    timed $(upto ${SBS_TIMEOUT:-300}) $B/bench_engine --models ${SBS_MODELS:-Qwen2.5-7B,Llama-3.1-8B} --precisions ${SBS_PRECS:-nf4} \
-        --variants "${SBS_VARIANTS:?SBS_VARIANTS}" --rounds ${SBS_ROUNDS:-5} > "$W/bench_engine_sbs.txt" 2>&1
-    log "bench_engine side by side rc=$?"; grep -E "Qwen|Llama|Mistral|Phi| x[0-9]" "$W/bench_engine_sbs.txt"
+    # SBS_JOBS: "MODELS|PRECISIONS|VARIANTS" jobs separated by '#' (VARIANTS as bench_engine --variants takes them);
+    # else one job of SBS_MODELS x SBS_PRECS x SBS_VARIANTS.
+    IFS='#' read -ra jobs <<< "${SBS_JOBS:-${SBS_MODELS:-Qwen2.5-7B,Llama-3.1-8B}|${SBS_PRECS:-nf4}|${SBS_VARIANTS:?SBS_VARIANTS or SBS_JOBS}}"
+    j=0
+    for job in "${jobs[@]}"; do
+        j=$((j + 1)); IFS='|' read -r jm jp jv <<< "$job"
+        log "bench_engine side by side $j: $jm x $jp: $jv"
+        timed $(upto ${SBS_TIMEOUT:-300}) $B/bench_engine --models "$jm" --precisions "$jp" --variants "$jv" --rounds ${SBS_ROUNDS:-5} > "$W/bench_engine_sbs$j.txt" 2>&1
+        log "bench_engine side by side $j rc=$?"; grep -E "Qwen|Llama|Mistral|Phi| x[0-9]" "$W/bench_engine_sbs$j.txt"
+    done
 fi
 if has matvec; then
     # MATVEC_VARIANTS: ";"-separated env assignments, "-" for the defaults (the env lines come from the defaults).

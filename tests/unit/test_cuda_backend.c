@@ -387,6 +387,17 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
     compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    /* one step loaded before the dependency wait (session 16's kernel, kept for A/Bs; the default loads two, or
+     * one where a warp has one): split row groups, and warps with one step (200 blocks) */
+    setenv("ECO_CUDA_NF4_PRELOAD", "1", 1);
+    for (size_t i = 2; i < 4; i++) {
+        setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_PRELOAD=1 ECO_CUDA_NF4_BLOCKS=%s\n", rows_blocks[i]);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    }
+    unsetenv("ECO_CUDA_NF4_BLOCKS");
+    unsetenv("ECO_CUDA_NF4_PRELOAD");
     /* the size rule moved: every linear of >= 2^20 weights on the lane decoder, residual ones on rows (qkv too:
      * the atomic qkv by default) */
     unsetenv("ECO_CUDA_NF4");

@@ -220,6 +220,8 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
 struct RowsShape {
     int warps, u, per_sm;
 };
+// Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
+constexpr int kNf4RowsPreload = 2;
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
@@ -252,6 +254,19 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
+// Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
+template <bool DoubleQuant, int R, int U, int AmEvery>
+__device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
+                                                RowsStep<DoubleQuant, R, U> &s)
+{
+    c += U;
+    if (c == C) {
+        c = 0;
+        if constexpr (DoubleQuant) rows_group_rowB<R>(p, g + 1, lane, rowB);
+    }
+    rows_step_load<DoubleQuant, R, U, AmEvery>(p, f, lane, rowB, c, s);
+}
+
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -268,9 +283,14 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
-    RowsStep<DoubleQuant, R, U> cur;
+    // Two steps in flight before the dependency wait (the weights are not the previous kernel's output): a
+    // warp of qkv or o has about two steps in all, so after the wait it only decodes; longer ranges start with
+    // one more step under way. The loads then run one step ahead of the decode, as before.
+    RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
+    const bool preloaded = p.preload > 1 && f0 + U < f1;
+    if (preloaded) rows_load_after<DoubleQuant, R, U, AmEvery>(p, f0 + U, lane, g, c, C, rowB, next);
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
@@ -281,10 +301,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     for (int f = f0; f < f1; f += U) {
-        RowsStep<DoubleQuant, R, U> next;
         int nc = c + U, ng = g;
         if (nc == C) { nc = 0; ng++; }
-        if (f + U < f1) {
+        if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
             if constexpr (DoubleQuant)
                 if (nc == 0) rows_group_rowB<R>(p, ng, lane, rowB);
             rows_step_load<DoubleQuant, R, U, AmEvery>(p, f + U, lane, rowB, nc, next);
