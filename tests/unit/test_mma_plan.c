@@ -69,6 +69,13 @@ static void test_residual_and_overrides(void **state)
     assert_plan(m, 1, 2, 8, 448);
     assert_near(m.fill, 448.0 / 528.0, 1e-12);
     assert_true(o.steps / (m.kw * m.splits) >= 2);
+    /* Qwen2.5-7B's down (3584 x 18944): by waves 448 blocks (one row tile, 2 warps a tile, 8 slices), by the
+     * busiest SM 896 of 8 warps a tile: slower on whole tokens (session 17), hence waves for residual adds */
+    eco_mma_problem down = h200_int8(1792, 18944, 1);
+    down.by_slots = 1;
+    assert_plan(eco_mma_choose(&down), 1, 2, 8, 448);
+    down.by_slots = 0;
+    assert_plan(eco_mma_choose(&down), 2, 8, 8, 896);
     /* a gate_up never splits its columns over blocks (its epilogue needs whole sums) */
     eco_mma_problem g = h200_int8(1792, 3584, 0);
     assert_int_equal(eco_mma_choose(&g).splits, 1);

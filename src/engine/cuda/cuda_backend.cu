@@ -55,6 +55,10 @@ struct MatvecShape {
 
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
 // created, and by eco_cuda_design for the records.
+// How the tensor-core matvec's shapes are scored (mma_plan.h): by the busiest SM for linears that write their
+// sums, by waves of slots for residual adds (auto, the default); or one way for all (ECO_CUDA_MMA_FILL=sm|slots).
+enum { kMmaFillAuto, kMmaFillSm, kMmaFillSlots };
+
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
@@ -65,7 +69,7 @@ struct Design {
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
-    int mma_fill_by_slots; // ECO_CUDA_MMA_FILL=slots: session 16's shape score (waves of slots); =sm the default; -1: did not parse
+    int mma_fill;          // ECO_CUDA_MMA_FILL: kMmaFillAuto (unset), kMmaFillSm (=sm), kMmaFillSlots (=slots); -1: did not parse
     int l2_prefetch_mb;    // ECO_CUDA_L2_PREFETCH_MB: scalar matvecs up to this size prefetched into L2; -1: did not parse
     bool swiglu_adjacent;  // ECO_CUDA_SWIGLU_ADJACENT=1: row-major gate_up stored with each gate/up pair adjacent
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
@@ -197,7 +201,7 @@ Design requested_design(void)
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
     const char *fill = getenv("ECO_CUDA_MMA_FILL");
-    d.mma_fill_by_slots = !fill || !strcmp(fill, "sm") ? 0 : !strcmp(fill, "slots") ? 1 : -1;
+    d.mma_fill = !fill ? kMmaFillAuto : !strcmp(fill, "sm") ? kMmaFillSm : !strcmp(fill, "slots") ? kMmaFillSlots : -1;
     const char *shape = getenv("ECO_CUDA_MMA_SHAPE");
     if (shape) {
         int rt, kw, sp;
@@ -230,7 +234,7 @@ struct State {
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
-    int mma_fill_by_slots; /* its shape scored by waves of slots (ECO_CUDA_MMA_FILL=slots), not by the busiest SM */
+    int mma_fill; /* how its shapes are scored (kMmaFill*, ECO_CUDA_MMA_FILL) */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
     long nf4_lanes_min, nf4_rows_min_residual; /* weights: the lane decoder's and the row-per-lane residual thresholds */
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
@@ -279,8 +283,8 @@ eco_err apply_design(State *s, const Design &d)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA=\"%s\" / ECO_CUDA_MMA_SHAPE=\"%s\": want 0, none, all or precision names "
                         "(fp16,int8,int8-mixed,nf4,fp8), and \"RT,KW,S\" with RT 1 or 2, KW 1, 2, 4 or 8, S 1..16",
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
-    if (d.mma_fill_by_slots < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots", getenv("ECO_CUDA_MMA_FILL"));
-    s->mma_fill_by_slots = d.mma_fill_by_slots;
+    if (d.mma_fill < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots (unset: by residual or not)", getenv("ECO_CUDA_MMA_FILL"));
+    s->mma_fill = d.mma_fill;
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
@@ -1224,7 +1228,7 @@ eco_err mma_shape(const State *s, const DeviceLinear &d, const MatvecParams &p, 
     q.want_rt = s->mma_rt;
     q.want_kw = s->mma_kw;
     q.want_splits = s->force_splits ? s->force_splits : s->mma_splits;
-    q.by_slots = s->mma_fill_by_slots;
+    q.by_slots = s->mma_fill == kMmaFillSlots || (s->mma_fill == kMmaFillAuto && q.residual);
     for (int rt = 1; rt <= 2; rt++) {
         int per_sm = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_mma(d.format, rt), kMmaWarps * kWarp, mma_smem_bytes(d.format)));
@@ -2107,7 +2111,9 @@ void eco_cuda_design(char *buf, size_t cap)
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
-    if (d.mma && d.mma_fill_by_slots == 1 && m_at < sizeof mma) snprintf(mma + m_at, sizeof mma - m_at, " shaped by waves of slots");
+    if (d.mma && m_at < sizeof mma)
+        snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM"
+                                                                                                                    : ", shaped by the busiest SM (residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",

@@ -2,17 +2,21 @@
  * the choice without a GPU). A block of 8 warps covers 8 / kw row tiles of 16 · rt rows (kw warps splitting a
  * tile's columns), and a residual add may split the columns over `splits` blocks more.
  *
- * How long a grid of B equal blocks takes: an SM holds up to per_sm of them at once, and the blocks an SM is
- * given share its throughput. While an SM holds at most per_sm blocks, each is bound by its own latency, so
- * the SM finishes in about one block's time whatever it holds; beyond that its blocks queue. The busiest SM
- * gets ceil(B / SMs) blocks, so the grid takes about (W / B) · max(per_sm, ceil(B / SMs)) for W the whole
- * work, and the share of the ideal it reaches is
- *     fill = B / (SMs · max(per_sm, ceil(B / SMs))).
- * Session 16's rule counted waves of slots instead, B / (ceil(B / slots) · slots). It scored Qwen2.5-14B's
- * int8 gate_up (27648 x 5120) 0.818 for 432 blocks and for 864 alike and took 432: 43.7 us. 864 blocks
- * (7 on the busiest SM against a mean of 6.5: 0.935 here) ran it in 37.2–39.7 us side by side, and
- * Llama-3.1-8B's in 33.0 against 38.6 (data/h200/session17/call1). The old rule stays for A/Bs
- * (ECO_CUDA_MMA_FILL=slots). */
+ * How long a grid of B equal blocks takes, two models:
+ * - by waves of slots (session 16's rule): every block takes the same time whatever shares its SM, so the grid
+ *   takes ceil(B / slots) block times, fill = B / (ceil(B / slots) · slots);
+ * - by the busiest SM: the blocks an SM is given share its throughput once they are more than it holds at
+ *   once (per_sm), so the grid takes about (W / B) · max(per_sm, ceil(B / SMs)) for W the whole work, and
+ *   fill = B / (SMs · max(per_sm, ceil(B / SMs))).
+ * Each fits part of the H200's evidence (data/h200/session17):
+ * - Qwen2.5-14B's int8 gate_up (27648 x 5120): waves score 432 blocks and 864 alike (0.818) and take 432:
+ *   43.7 us bare; 864 blocks (the busiest SM: 0.935) ran it in 37.2–39.7 us side by side, Llama-3.1-8B's in
+ *   33.0 against 38.6 (call 1).
+ * - Residual adds (o, down, split over columns): the busiest-SM score gave them more, wider blocks (7B down: 896
+ *   blocks of 8 warps a tile and 8 slices for 448 of 2 and 8), and whole tokens lost: Qwen2.5-3B int8 636.8 vs
+ *   692.1 tok/s, 7B 416.3 vs 429.1 (call 2).
+ * So the engine scores linears that write their sums by the busiest SM and residual adds by waves
+ * (ECO_CUDA_MMA_FILL=sm|slots applies one model to all, for A/Bs). */
 #ifndef ECO_CUDA_MMA_PLAN_H
 #define ECO_CUDA_MMA_PLAN_H
 
