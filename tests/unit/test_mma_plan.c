@@ -53,6 +53,16 @@ static void test_gate_up_choices(void **state)
     assert_plan(eco_mma_choose(&q8), 2, 8, 1, 896);
     q8.by_slots = 1;
     assert_plan(eco_mma_choose(&q8), 1, 2, 1, 448);
+    /* Qwen2.5-3B (22016 x 2048, 32 steps): the busiest SM would take 1376 blocks of 8 warps a tile (4 steps a
+     * warp), which lost 8% on whole tokens; with at least 6 steps a warp it keeps waves' 344 (2,4,1) */
+    eco_mma_problem q3 = h200_int8(11008, 2048, 0);
+    assert_plan(eco_mma_choose(&q3), 2, 4, 1, 344);
+    assert_plan(eco_mma_best(&q3, 2), 1, 8, 1, 1376);
+    q3.by_slots = 1;
+    assert_plan(eco_mma_choose(&q3), 2, 4, 1, 344);
+    /* too few steps for 6 a warp anywhere: the 2-step rule */
+    eco_mma_problem narrow = h200_int8(11008, 512, 0);
+    assert_true(eco_mma_best(&narrow, ECO_MMA_PLAN_SM_MIN_STEPS).fill > 0); /* kw 1 always qualifies */
     /* Qwen2.5-7B: both scores keep 1184 blocks (34.7 us) */
     assert_plan(eco_mma_choose(&q7), 2, 8, 1, 1184);
     q7.by_slots = 1;
@@ -65,6 +75,7 @@ static void test_residual_and_overrides(void **state)
     /* Qwen2.5-7B's o (3584 x 3584, pairs of rows): 224 tiles of 16 rows; column slices give 448 blocks, one
      * wave (the most any shape reaches while every warp keeps 2 of the 56 steps) */
     eco_mma_problem o = h200_int8(1792, 3584, 1);
+    o.by_slots = 1; /* as the engine scores residual adds */
     eco_mma_plan m = eco_mma_choose(&o);
     assert_plan(m, 1, 2, 8, 448);
     assert_near(m.fill, 448.0 / 528.0, 1e-12);
@@ -75,7 +86,7 @@ static void test_residual_and_overrides(void **state)
     down.by_slots = 1;
     assert_plan(eco_mma_choose(&down), 1, 2, 8, 448);
     down.by_slots = 0;
-    assert_plan(eco_mma_choose(&down), 2, 8, 8, 896);
+    assert_plan(eco_mma_best(&down, 2), 2, 8, 8, 896);
     /* a gate_up never splits its columns over blocks (its epilogue needs whole sums) */
     eco_mma_problem g = h200_int8(1792, 3584, 0);
     assert_int_equal(eco_mma_choose(&g).splits, 1);

@@ -15,6 +15,10 @@
  * - Residual adds (o, down, split over columns): the busiest-SM score gave them more, wider blocks (7B down: 896
  *   blocks of 8 warps a tile and 8 slices for 448 of 2 and 8), and whole tokens lost: Qwen2.5-3B int8 636.8 vs
  *   692.1 tok/s, 7B 416.3 vs 429.1 (call 2).
+ * - Whole tokens with the busiest-SM score for linears that write their sums (gate_up, qkv) and waves for
+ *   residual adds, against waves for all: Llama-3.1-8B int8 391.7 vs 378.9 tok/s, Qwen2.5-14B 213.0 vs 208.8,
+ *   7B 423.7 vs 428.6 (the same shapes: run-to-run spread), and 3B 639.2 vs 694.9 (its gate_up, see
+ *   eco_mma_choose: fixed by the steps a warp keeps; call 3).
  * So the engine scores linears that write their sums by the busiest SM and residual adds by waves
  * (ECO_CUDA_MMA_FILL=sm|slots applies one model to all, for A/Bs). */
 #ifndef ECO_CUDA_MMA_PLAN_H
@@ -24,7 +28,7 @@
 extern "C" {
 #endif
 
-enum { ECO_MMA_PLAN_WARPS = 8, ECO_MMA_PLAN_MAX_SPLITS = 8 };
+enum { ECO_MMA_PLAN_WARPS = 8, ECO_MMA_PLAN_MAX_SPLITS = 8, ECO_MMA_PLAN_SM_MIN_STEPS = 6 };
 
 typedef struct {
     int units;        /* epilogue units (row pairs) of the linear */
@@ -66,26 +70,39 @@ static inline eco_mma_plan eco_mma_plan_of(int rt, int kw, int splits, long bloc
     return m;
 }
 
-/* The shape with the best fill, each warp keeping at least 2 steps. Ties go to two row tiles per warp (twice
- * the bytes in flight per load batch), then to fewer warps per tile and fewer slices. Without a candidate
- * (overrides no shape meets) the overrides are taken as given and fill is -1. */
-static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
+/* The shape with the best fill among those giving every warp at least min_steps steps. Ties go to two row
+ * tiles per warp (twice the bytes in flight per load batch), then to fewer warps per tile and fewer slices.
+ * fill < 0: none qualified. */
+static inline eco_mma_plan eco_mma_best(const eco_mma_problem *p, int min_steps)
 {
     eco_mma_plan best = eco_mma_plan_of(0, 0, 0, 0, -1);
     for (int rt = 2; rt >= 1; rt--) {
         if (p->want_rt ? rt != p->want_rt : rt == 2 && p->no_rt2) continue;
         long tiles = (p->units + 8L * rt - 1) / (8L * rt);
         for (int kw = 1; kw <= ECO_MMA_PLAN_WARPS; kw *= 2) {
-            if (p->want_kw ? kw != p->want_kw : kw > 1 && p->steps / kw < 2) continue;
+            if (p->want_kw ? kw != p->want_kw : kw > 1 && p->steps / kw < min_steps) continue;
             for (int sp = 1; sp <= ECO_MMA_PLAN_MAX_SPLITS; sp *= 2) {
                 if (!p->residual && sp > 1) break;
-                if (p->want_splits ? sp != p->want_splits : sp > 1 && p->steps / (kw * sp) < 2) continue;
+                if (p->want_splits ? sp != p->want_splits : sp > 1 && p->steps / (kw * sp) < min_steps) continue;
                 long blocks = (tiles + ECO_MMA_PLAN_WARPS / kw - 1) / (ECO_MMA_PLAN_WARPS / kw) * sp;
                 double fill = eco_mma_fill(blocks, p->sm_count, p->per_sm[rt], p->by_slots);
                 if (fill > best.fill + 1e-9) best = eco_mma_plan_of(rt, kw, sp, blocks, fill);
             }
         }
     }
+    return best;
+}
+
+/* The launch shape. Waves of slots ask each warp for 2 steps. The busiest-SM score asks for
+ * ECO_MMA_PLAN_SM_MIN_STEPS where any shape gives them (else 2): it rewards many short blocks, and a block's
+ * fixed costs (the pipeline's fill, the shared-memory sum of a tile's warps) then dominate. On Qwen2.5-3B's
+ * gate_up (22016 x 2048, 32 steps) it took 1376 blocks of 8 warps a tile (4 steps each) over 344 of 4, and
+ * whole tokens lost 8% (639.2 vs 694.9 tok/s, session17/call3); 7B's 2,8,1 (7 steps) is its fastest shape.
+ * Without any candidate (overrides no shape meets) the overrides are taken as given, fill -1. */
+static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
+{
+    eco_mma_plan best = eco_mma_best(p, p->by_slots ? 2 : ECO_MMA_PLAN_SM_MIN_STEPS);
+    if (best.fill < 0 && !p->by_slots) best = eco_mma_best(p, 2);
     if (best.fill < 0) {
         int rt = p->want_rt ? p->want_rt : 1, kw = p->want_kw ? p->want_kw : 1;
         int sp = p->residual && p->want_splits ? p->want_splits : 1;
