@@ -70,7 +70,8 @@ static inline eco_mma_plan eco_mma_plan_of(int rt, int kw, int splits, long bloc
     return m;
 }
 
-/* The shape with the best fill among those giving every warp at least min_steps steps. Ties go to two row
+/* The shape with the best fill among those giving every warp at least 2 steps, and min_steps where its blocks
+ * are more than the SMs hold at once (they then queue, and a block's fixed costs add up). Ties go to two row
  * tiles per warp (twice the bytes in flight per load batch), then to fewer warps per tile and fewer slices.
  * fill < 0: none qualified. */
 static inline eco_mma_plan eco_mma_best(const eco_mma_problem *p, int min_steps)
@@ -80,11 +81,14 @@ static inline eco_mma_plan eco_mma_best(const eco_mma_problem *p, int min_steps)
         if (p->want_rt ? rt != p->want_rt : rt == 2 && p->no_rt2) continue;
         long tiles = (p->units + 8L * rt - 1) / (8L * rt);
         for (int kw = 1; kw <= ECO_MMA_PLAN_WARPS; kw *= 2) {
-            if (p->want_kw ? kw != p->want_kw : kw > 1 && p->steps / kw < min_steps) continue;
+            if (p->want_kw ? kw != p->want_kw : kw > 1 && p->steps / kw < 2) continue;
             for (int sp = 1; sp <= ECO_MMA_PLAN_MAX_SPLITS; sp *= 2) {
                 if (!p->residual && sp > 1) break;
-                if (p->want_splits ? sp != p->want_splits : sp > 1 && p->steps / (kw * sp) < min_steps) continue;
+                if (p->want_splits ? sp != p->want_splits : sp > 1 && p->steps / (kw * sp) < 2) continue;
                 long blocks = (tiles + ECO_MMA_PLAN_WARPS / kw - 1) / (ECO_MMA_PLAN_WARPS / kw) * sp;
+                int queued = blocks > (long)p->sm_count * (p->per_sm[rt] > 0 ? p->per_sm[rt] : 1);
+                int fixed = p->want_kw || (p->want_splits && sp > 1);
+                if (queued && !fixed && kw * sp > 1 && p->steps / (kw * sp) < min_steps) continue;
                 double fill = eco_mma_fill(blocks, p->sm_count, p->per_sm[rt], p->by_slots);
                 if (fill > best.fill + 1e-9) best = eco_mma_plan_of(rt, kw, sp, blocks, fill);
             }
@@ -93,11 +97,12 @@ static inline eco_mma_plan eco_mma_best(const eco_mma_problem *p, int min_steps)
     return best;
 }
 
-/* The launch shape. Waves of slots ask each warp for 2 steps. The busiest-SM score asks for
- * ECO_MMA_PLAN_SM_MIN_STEPS where any shape gives them (else 2): it rewards many short blocks, and a block's
- * fixed costs (the pipeline's fill, the shared-memory sum of a tile's warps) then dominate. On Qwen2.5-3B's
- * gate_up (22016 x 2048, 32 steps) it took 1376 blocks of 8 warps a tile (4 steps each) over 344 of 4, and
- * whole tokens lost 8% (639.2 vs 694.9 tok/s, session17/call3); 7B's 2,8,1 (7 steps) is its fastest shape.
+/* The launch shape. Waves of slots ask each warp for 2 steps. The busiest-SM score rewards many short blocks,
+ * so where they queue it asks for ECO_MMA_PLAN_SM_MIN_STEPS: a block's fixed costs (the pipeline's fill, the
+ * shared-memory sum of a tile's warps) then add up. On Qwen2.5-3B's gate_up (22016 x 2048, 32 steps) it took
+ * 1376 blocks of 8 warps a tile (4 steps each) over 344 of 4, and whole tokens lost 8% (639.2 vs 694.9 tok/s,
+ * session17/call3); asked for 6 steps everywhere, its qkv (160 blocks, one wave, 4 steps) fell to 80 blocks and
+ * 3B still lost 4% (665.7 vs 693.0, call 4). 7B's 2,8,1 (7 steps, 1184 blocks) is its fastest gate_up shape.
  * Without any candidate (overrides no shape meets) the overrides are taken as given, fill -1. */
 static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
 {
