@@ -15,6 +15,7 @@
 #include "eco/cuda.h"
 #include "eco/engine.h"
 #include "eco/model.h"
+#include "eco/stats.h"
 #include "model_sweep.h"
 
 static double now_s(void)
@@ -104,11 +105,20 @@ struct variant_bench {
     char *spec[MAX_VARIANTS];
 };
 
-/* Sets the assignments of `spec` ("-" or "A=1 B=2"), saving what they replaced in saved[] (NULL: unset).
- * Returns how many were set, or -1 for a malformed one. */
-static void variant_restore(int n, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN]);
+/* Undoes variant_apply's n assignments, last first. */
+static void variant_restore(int n, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
+{
+    for (int i = n - 1; i >= 0; i--) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(names[i]);
+        free(saved[i]);
+    }
+}
 
-static int variant_apply(char *spec, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
+/* Sets the assignments of `spec` ("-" or "A=1 B=2"), saving what they replaced in saved[] (NULL: unset).
+ * Returns how many were set, or -1 for a malformed one (with none left set). */
+static int variant_apply(const char *spec, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
 {
     int n = 0;
     if (!strcmp(spec, "-")) return 0;
@@ -117,7 +127,7 @@ static int variant_apply(char *spec, char *names[MAX_ASSIGN], char *saved[MAX_AS
         char *eq = strchr(a, '=');
         if (!eq || eq == a || n == MAX_ASSIGN) {
             free(copy);
-            for (int i = 0; i < n; i++) free(names[i]), free(saved[i]);
+            variant_restore(n, names, saved);
             return -1;
         }
         *eq = 0;
@@ -136,28 +146,10 @@ static int variant_valid(const char *spec)
 {
     if (!strcmp(spec, "-")) return 1;
     char *names[MAX_ASSIGN], *saved[MAX_ASSIGN];
-    char *copy = strdup(spec);
-    int n = variant_apply(copy, names, saved);
-    free(copy);
+    int n = variant_apply(spec, names, saved);
     if (n < 0) return 0;
     variant_restore(n, names, saved);
     return n > 0;
-}
-
-static void variant_restore(int n, char *names[MAX_ASSIGN], char *saved[MAX_ASSIGN])
-{
-    for (int i = n - 1; i >= 0; i--) {
-        if (saved[i]) setenv(names[i], saved[i], 1);
-        else unsetenv(names[i]);
-        free(names[i]);
-        free(saved[i]);
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* One model x precision, every variant held at once and decoded in turn for `rounds` rounds. */
@@ -198,10 +190,8 @@ static int bench_variants(const eco_model_config *c, eco_weights *w, eco_precisi
     double roof = b->bw * 1e9 / bytes, base = 0;
     for (int v = 0; v < vb->n; v++) {
         if (!e[v]) continue;
-        double sorted[MAX_ROUNDS];
-        memcpy(sorted, tps[v], sizeof(double) * (size_t)vb->rounds);
-        qsort(sorted, (size_t)vb->rounds, sizeof(double), cmp_double);
-        double med = vb->rounds % 2 ? sorted[vb->rounds / 2] : 0.5 * (sorted[vb->rounds / 2 - 1] + sorted[vb->rounds / 2]);
+        double sorted[MAX_ROUNDS]; /* eco_quantile leaves the rounds sorted here: the range's ends */
+        double med = eco_quantile(tps[v], (size_t)vb->rounds, 0.5, sorted);
         if (v == 0) base = med;
         printf("%-16s %-10s %10.1f %10.1f %10.1f %7.1f%%  %6.1f..%-6.1f %8s   (load %.1f s)  %s\n", c->name, pname, bytes / 1e6, med, roof,
                100.0 * med / roof, sorted[0], sorted[vb->rounds - 1], "", load[v], vb->spec[v]);

@@ -53,12 +53,12 @@ struct MatvecShape {
     int rows_per_warp, unroll, max_splits;
 };
 
-// The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
-// created, and by eco_cuda_design for the records.
 // How the tensor-core matvec's shapes are scored (mma_plan.h): by the busiest SM for linears that write their
 // sums, by waves of slots for residual adds (auto, the default); or one way for all (ECO_CUDA_MMA_FILL=sm|slots).
 enum { kMmaFillAuto, kMmaFillSm, kMmaFillSlots };
 
+// The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
+// created, and by eco_cuda_design for the records.
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)

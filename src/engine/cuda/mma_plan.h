@@ -107,7 +107,6 @@ static inline eco_mma_plan eco_mma_best(const eco_mma_problem *p, int min_steps)
 static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
 {
     eco_mma_plan best = eco_mma_best(p, p->by_slots ? 2 : ECO_MMA_PLAN_SM_MIN_STEPS);
-    if (best.fill < 0 && !p->by_slots) best = eco_mma_best(p, 2);
     if (best.fill < 0) {
         int rt = p->want_rt ? p->want_rt : 1, kw = p->want_kw ? p->want_kw : 1;
         int sp = p->residual && p->want_splits ? p->want_splits : 1;
