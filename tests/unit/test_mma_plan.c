@@ -30,9 +30,13 @@ static void test_fill(void **state)
     /* one wave: the SMs' slots that work */
     assert_near(eco_mma_fill(432, 132, 4, 0), 432.0 / 528.0, 1e-12);
     assert_near(eco_mma_fill(100, 132, 4, 0), 100.0 / 528.0, 1e-12);
-    /* more blocks than slots: the busiest SM's 7 blocks against a mean of 6.55 */
-    assert_near(eco_mma_fill(864, 132, 4, 0), 864.0 / 924.0, 1e-12);
+    /* two waves of slots or more: the busiest SM's 7 blocks against a mean of 6.55 */
+    assert_near(eco_mma_fill(864, 132, 3, 0), 864.0 / 924.0, 1e-12);
     assert_near(eco_mma_fill(1188, 132, 4, 0), 1.0, 1e-12);
+    /* under two waves, by waves: 560 blocks on 528 slots (Qwen2.5-1.5B's gate_up), 864 on 528 */
+    assert_near(eco_mma_fill(560, 132, 4, 0), 560.0 / 1056.0, 1e-12);
+    assert_near(eco_mma_fill(864, 132, 4, 0), 864.0 / 1056.0, 1e-12);
+    assert_near(eco_mma_fill(1056, 132, 4, 0), 1056.0 / 1056.0, 1e-12);
     /* by waves of slots, 864 is two waves of 528 */
     assert_near(eco_mma_fill(864, 132, 4, 1), 864.0 / 1056.0, 1e-12);
     assert_near(eco_mma_fill(0, 132, 4, 0), 0.0, 0);
@@ -64,6 +68,15 @@ static void test_gate_up_choices(void **state)
      * for 6 steps everywhere it fell to 80 blocks and 3B lost 4%, session 17 call 4) */
     eco_mma_problem qkv3 = h200_int8(1280, 2048, 0);
     assert_plan(eco_mma_choose(&qkv3), 1, 8, 1, 160);
+    /* Qwen2.5-1.5B (17920 x 1536): 560 blocks of one row tile are a thin second wave on 528 slots; both scores
+     * keep 280 of two (x1.11 on whole tokens against 560, session 18 call 1) */
+    eco_mma_problem q15 = h200_int8(8960, 1536, 0);
+    assert_plan(eco_mma_choose(&q15), 2, 4, 1, 280);
+    /* Phi-3-mini: qkv (9216 x 3072) 288 blocks of two tiles, not 576 of one; gate_up (16384 x 3072) 512 blocks of
+     * one tile (one wave), not 512 of two (1.3 waves) */
+    eco_mma_problem phi_qkv = h200_int8(4608, 3072, 0), phi_gu = h200_int8(8192, 3072, 0);
+    assert_plan(eco_mma_choose(&phi_qkv), 2, 8, 1, 288);
+    assert_plan(eco_mma_choose(&phi_gu), 1, 4, 1, 512);
     /* Qwen2.5-7B: both scores keep 1184 blocks (34.7 us) */
     assert_plan(eco_mma_choose(&q7), 2, 8, 1, 1184);
     q7.by_slots = 1;

@@ -54,7 +54,8 @@ struct MatvecShape {
 };
 
 // How the tensor-core matvec's shapes are scored (mma_plan.h): by the busiest SM for linears that write their
-// sums, by waves of slots for residual adds (auto, the default); or one way for all (ECO_CUDA_MMA_FILL=sm|slots).
+// sums where the blocks are two waves deep (else by waves), by waves of slots for residual adds (auto, the
+// default); or one way for all (ECO_CUDA_MMA_FILL=sm|slots).
 enum { kMmaFillAuto, kMmaFillSm, kMmaFillSlots };
 
 // The kernel design the environment and eco_cuda_set_reference_stack ask for: read when an engine is
@@ -225,6 +226,7 @@ struct State {
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
+    int nf4_block_add; /* residual adds summed in the block before L2 (ECO_CUDA_NF4_BLOCK_ADD, 0 or 1) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -820,6 +822,7 @@ eco_err nf4_grid_env(State *s)
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
+    if (!e) e = env_int("ECO_CUDA_NF4_BLOCK_ADD", 0, 1, kNf4RowsBlockAdd, "switch", &s->nf4_block_add);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
@@ -1322,6 +1325,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.slots = d.rows_slots;
         p.preload = s->nf4_preload;
+        p.block_add = s->nf4_block_add;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
@@ -2099,10 +2103,12 @@ void eco_cuda_design(char *buf, size_t cap)
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
         char small[64] = "";
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
-        int preload;
+        int preload, block_add;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        if (env_int("ECO_CUDA_NF4_BLOCK_ADD", 0, 1, kNf4RowsBlockAdd, "switch", &block_add)) block_add = kNf4RowsBlockAdd;
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, block_add ? ", residual adds summed per block" : "", rs.warps, rs.u, rs.per_sm, small,
+                 d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[128] = "";
     size_t m_at = 0;
@@ -2112,8 +2118,8 @@ void eco_cuda_design(char *buf, size_t cap)
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
     if (d.mma && m_at < sizeof mma)
-        snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM"
-                                                                                                                    : ", shaped by the busiest SM (residual: waves)");
+        snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
+                                                                                                                    : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
              "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",

@@ -6,8 +6,8 @@
  * - by waves of slots (session 16's rule): every block takes the same time whatever shares its SM, so the grid
  *   takes ceil(B / slots) block times, fill = B / (ceil(B / slots) · slots);
  * - by the busiest SM: the blocks an SM is given share its throughput once they are more than it holds at
- *   once (per_sm), so the grid takes about (W / B) · max(per_sm, ceil(B / SMs)) for W the whole work, and
- *   fill = B / (SMs · max(per_sm, ceil(B / SMs))).
+ *   once (per_sm), so the grid takes about (W / B) · ceil(B / SMs) for W the whole work, and
+ *   fill = B / (SMs · ceil(B / SMs)), where B is at least two waves of slots; below that, by waves.
  * Each fits part of the H200's evidence (data/h200/session17):
  * - Qwen2.5-14B's int8 gate_up (27648 x 5120): waves score 432 blocks and 864 alike (0.818) and take 432:
  *   43.7 us bare; 864 blocks (the busiest SM: 0.935) ran it in 37.2–39.7 us side by side, Llama-3.1-8B's in
@@ -19,8 +19,13 @@
  *   residual adds, against waves for all: Llama-3.1-8B int8 391.7 vs 378.9 tok/s, Qwen2.5-14B 213.0 vs 208.8,
  *   7B 423.7 vs 428.6 (the same shapes: run-to-run spread), and 3B 639.2 vs 694.9 (its gate_up, see
  *   eco_mma_choose: fixed by the steps a warp keeps; call 3).
- * So the engine scores linears that write their sums by the busiest SM and residual adds by waves
- * (ECO_CUDA_MMA_FILL=sm|slots applies one model to all, for A/Bs). */
+ * - The busiest SM for every queued grid also took thin second waves, and lost to waves side by side
+ *   (session18/call1): Qwen2.5-1.5B's gate_up (560 blocks on 528 slots against 280 on 396) x0.90 on whole
+ *   tokens, Phi-3-mini's qkv (576 on 528) and gate_up (512 on 396 against 512 on 528) x0.88; Llama-3.1-8B's
+ *   896 blocks on 396 slots won again (x1.038).
+ * So the engine scores linears that write their sums by the busiest SM where their blocks are two waves deep or
+ * more, by waves below that, and residual adds by waves (ECO_CUDA_MMA_FILL=sm|slots applies one model to all,
+ * for A/Bs). */
 #ifndef ECO_CUDA_MMA_PLAN_H
 #define ECO_CUDA_MMA_PLAN_H
 
@@ -55,8 +60,12 @@ static inline double eco_mma_fill(long blocks, long sm_count, long per_sm, int b
         long slots = sm_count * per_sm;
         return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
     }
-    long busiest = (blocks + sm_count - 1) / sm_count;
-    return (double)blocks / (double)(sm_count * (busiest > per_sm ? busiest : per_sm));
+    /* By the busiest SM only where the blocks are at least two waves deep: a block queued behind others shares
+     * its SM's throughput with them, but the few blocks of a thin second wave run alone, as long as a whole
+     * block takes whatever the bandwidth (session 18). */
+    long slots = sm_count * per_sm, busiest = (blocks + sm_count - 1) / sm_count;
+    if (blocks < 2 * slots) return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots); /* a thin second wave */
+    return (double)blocks / (double)(sm_count * busiest);
 }
 
 static inline eco_mma_plan eco_mma_plan_of(int rt, int kw, int splits, long blocks, double fill)
