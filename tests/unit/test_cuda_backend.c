@@ -398,22 +398,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     unsetenv("ECO_CUDA_NF4_PRELOAD");
-    /* residual adds summed in the block first: the grid that fits, split groups (32 blocks), warps with
-     * nothing to do (200: they must still meet the block's barrier), and ranges of 64 steps (a block over more
-     * row groups than it sums: the direct atomics) */
-    setenv("ECO_CUDA_NF4_BLOCK_ADD", "1", 1);
-    for (size_t i = 0; i < 5; i++) {
-        if (i >= 1 && i <= 3) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
-        if (i == 4) setenv("ECO_CUDA_NF4_MIN_STEPS", "64", 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_BLOCK_ADD=1 ECO_CUDA_NF4_BLOCKS=%s%s\n", i >= 1 && i <= 3 ? rows_blocks[i] : "-",
-                      i == 4 ? " ECO_CUDA_NF4_MIN_STEPS=64" : "");
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        unsetenv("ECO_CUDA_NF4_BLOCKS");
-        unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    }
-    unsetenv("ECO_CUDA_NF4_BLOCK_ADD");
     /* the size rule moved: every linear of >= 2^20 weights on the lane decoder, residual ones on rows (qkv too:
      * the atomic qkv by default) */
     unsetenv("ECO_CUDA_NF4");

@@ -226,7 +226,6 @@ struct State {
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
-    int nf4_block_add; /* residual adds summed in the block before L2 (ECO_CUDA_NF4_BLOCK_ADD, 0 or 1) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -822,7 +821,6 @@ eco_err nf4_grid_env(State *s)
     eco_err e = env_int("ECO_CUDA_NF4_BLOCKS", 1, 1 << 20, 0, "blocks", &s->nf4_max_blocks);
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
-    if (!e) e = env_int("ECO_CUDA_NF4_BLOCK_ADD", 0, 1, kNf4RowsBlockAdd, "switch", &s->nf4_block_add);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
@@ -1325,7 +1323,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.slots = d.rows_slots;
         p.preload = s->nf4_preload;
-        p.block_add = s->nf4_block_add;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
@@ -2103,12 +2100,10 @@ void eco_cuda_design(char *buf, size_t cap)
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
         char small[64] = "";
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
-        int preload, block_add;
+        int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        if (env_int("ECO_CUDA_NF4_BLOCK_ADD", 0, 1, kNf4RowsBlockAdd, "switch", &block_add)) block_add = kNf4RowsBlockAdd;
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, block_add ? ", residual adds summed per block" : "", rs.warps, rs.u, rs.per_sm, small,
-                 d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[128] = "";
     size_t m_at = 0;

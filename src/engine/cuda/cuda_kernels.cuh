@@ -124,7 +124,6 @@ struct MatvecParams {
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
     int preload;                 // its steps loaded before the dependency wait: 1 or 2 (ECO_CUDA_NF4_PRELOAD)
-    int block_add;               // residual add: a block sums its warps' parts of a row group before L2 (ECO_CUDA_NF4_BLOCK_ADD)
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)

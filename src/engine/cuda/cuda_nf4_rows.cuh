@@ -30,10 +30,6 @@ namespace eco_cuda {
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
 constexpr int kNf4RowsU = 4; // the most chunks per row and step of any shape (RowsShape below): the layout keeps
                              // columns in multiples of 32 * kNf4RowsU, so every shape takes the same linears
-// Residual adds (o, down) end in one atomic a lane and row group per warp: ~270K on 3584 floats at Qwen2.5-7B.
-// With ECO_CUDA_NF4_BLOCK_ADD=1 a block whose warps cover at most kNf4BlockAddGroups row groups sums them in
-// shared memory first and sends a sixteenth of them to L2, at the cost of one barrier as the block retires.
-constexpr int kNf4RowsBlockAdd = 0, kNf4BlockAddGroups = 4;
 
 // The slot -> row mapping an epilogue needs: a residual add and plain stores share consecutive rows.
 __host__ __device__ __forceinline__ int rows_map(int epilogue) { return paired_epilogue(epilogue) ? epilogue : EP_STORE; }
@@ -154,19 +150,8 @@ template <int R> __device__ __forceinline__ void rows_finish(const MatvecParams 
 
 // Group g's partial sums from this warp's part of it (chunks [from, to) of the flat order); the whole group
 // when the warp covered all of it. Otherwise the last of the group's warps to arrive adds the deposits.
-// Whether this block sums its warps' residual adds (ECO_CUDA_NF4_BLOCK_ADD), and the row groups they cover.
-template <int Warps> __device__ __forceinline__ bool rows_block_add(const MatvecParams &p, int total, int C, int *g_lo, int *g_hi)
-{
-    int f0 = blockIdx.x * Warps * p.chunks_per_warp;
-    *g_lo = f0 / C;
-    *g_hi = (min(total, f0 + Warps * p.chunks_per_warp) - 1) / C;
-    return p.block_add && (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) && f0 < total && *g_hi - *g_lo < kNf4BlockAddGroups;
-}
-
-// block_sum: the block's sums of its row groups, used where rows_block_add says (recomputed here rather than
-// kept live through the decode loop, where the registers are at their cap).
-template <int R, int Warps>
-__device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R], float *block_sum, int total)
+template <int R>
+__device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R])
 {
     long first, last;
     rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last);
@@ -176,16 +161,9 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
     }
     if (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) {
         // a residual add is linear: each warp adds its part to y itself (the summation order then varies
-        // from run to run, as with the other kernels' column slices), and no warp waits for the group's last;
-        // or to the block's sum in shared memory, which the block adds to y when all its warps are done
-        int g_lo, g_hi;
-        if (!rows_block_add<Warps>(p, total, p.cols / 32, &g_lo, &g_hi)) block_sum = nullptr;
+        // from run to run, as with the other kernels' column slices), and no warp waits for the group's last
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            if (block_sum) {
-                atomicAdd(block_sum + (g - g_lo) * R * kWarp + r * kWarp + lane, acc[r]);
-                continue;
-            }
             int row = nf4_rows_slot_row(p, EP_STORE, R, g, r * kWarp + lane);
             if (row >= 0) atomicAdd(p.y + row, acc[r]);
         }
@@ -297,17 +275,12 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
-    __shared__ float block_sum[kNf4BlockAddGroups * R * kWarp];
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
     int g = f0 / C, c = f0 % C;
-    int g_lo, g_hi;
-    const bool block_add = rows_block_add<Warps>(p, total, C, &g_lo, &g_hi);
-    if (block_add)
-        for (int i = threadIdx.x; i < kNf4BlockAddGroups * R * kWarp; i += blockDim.x) block_sum[i] = 0.f;
     int rowB[R] = {};
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
     // Two steps in flight before the dependency wait (the weights are not the previous kernel's output): a
@@ -320,7 +293,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if (preloaded) rows_load_after<DoubleQuant, R, U, AmEvery>(p, f0 + U, lane, g, c, C, rowB, next);
     __syncthreads();
     grid_dependency_wait();
-    if (f0 >= f1 && !block_add) return; // with block_add every warp meets the block's last barrier
+    if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
@@ -351,23 +324,13 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             }
         }
         if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
-            rows_deposit<R, Warps>(p, g, warp_id, lane, acc, block_sum, total);
+            rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = 0.f;
         }
         c = nc;
         g = ng;
         cur = next;
-    }
-    if (!rows_block_add<Warps>(p, total, C, &g_lo, &g_hi)) return;
-    __syncthreads();
-    for (int i = threadIdx.x; i < (g_hi - g_lo + 1) * R * kWarp; i += blockDim.x) {
-        int gb = g_lo + i / (R * kWarp);
-        long first, last;
-        rows_group_warps(gb, C, p.chunks_per_warp, &first, &last);
-        if (first == last) continue; // a group one warp covers is added by that warp's epilogue
-        int row = nf4_rows_slot_row(p, EP_STORE, R, gb, i % (R * kWarp));
-        if (row >= 0) atomicAdd(p.y + row, block_sum[i]);
     }
 }
 
