@@ -169,6 +169,12 @@ static void test_formats_match_cpu_reference(void **state)
     print_message("ECO_CUDA_MMA=all\n");
     for (size_t f = 0; f < 3; f++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare(fams[f], cases[i].p, cases[i].min_cos);
+    /* the layers on it and the lm_head on the scalar kernel (ECO_CUDA_MMA_LM_HEAD=0) */
+    setenv("ECO_CUDA_MMA_LM_HEAD", "0", 1);
+    print_message("ECO_CUDA_MMA=all ECO_CUDA_MMA_LM_HEAD=0\n");
+    compare(fams[0], ECO_PREC_FP16, 0.9999);
+    compare(fams[1], ECO_PREC_INT8, 0.9999);
+    unsetenv("ECO_CUDA_MMA_LM_HEAD");
     unsetenv("ECO_CUDA_MMA");
 }
 

@@ -68,6 +68,7 @@ struct Design {
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
+    bool mma_lm_head;      // the lm_head too, where its format is on it (ECO_CUDA_MMA_LM_HEAD=0: scalar, for A/Bs)
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int mma_fill;          // ECO_CUDA_MMA_FILL: kMmaFillAuto (unset), kMmaFillSm (=sm), kMmaFillSlots (=slots); -1: did not parse
@@ -199,6 +200,7 @@ Design requested_design(void)
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
+    d.mma_lm_head = !env_is("ECO_CUDA_MMA_LM_HEAD", "0");
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
     const char *fill = getenv("ECO_CUDA_MMA_FILL");
@@ -234,6 +236,7 @@ struct State {
     size_t rows_partials_n, rows_arrivals_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
+    bool mma_lm_head;  /* the lm_head may be tiled (ECO_CUDA_MMA_LM_HEAD) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int mma_fill; /* how its shapes are scored (kMmaFill*, ECO_CUDA_MMA_FILL) */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
@@ -306,6 +309,7 @@ eco_err apply_design(State *s, const Design &d)
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
+    s->mma_lm_head = d.mma_lm_head;
     s->mma_rt = d.mma_rt;
     s->mma_kw = d.mma_kw;
     s->mma_splits = d.mma_splits;
@@ -1200,10 +1204,10 @@ eco_err interleave_pairs(State *s, Linear &l)
 
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
 // row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
-// residual stream (o, down).
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false)
+// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
 {
-    eco_err e = tile_linear(s, l, map);
+    eco_err e = may_tile ? tile_linear(s, l, map) : ECO_OK;
     if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
     if (!e && map == EP_SWIGLU && s->swiglu_adjacent) e = interleave_pairs(s, l);
     return e;
@@ -1568,7 +1572,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE, false, s->mma_lm_head)))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -2112,6 +2116,7 @@ void eco_cuda_design(char *buf, size_t cap)
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
+    if (d.mma && !d.mma_lm_head && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, ", lm_head apart");
     if (d.mma && m_at < sizeof mma)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
