@@ -8,7 +8,7 @@
  * - by the busiest SM: the blocks an SM is given share its throughput once they are more than it holds at
  *   once (per_sm), so the grid takes about (W / B) · ceil(B / SMs) for W the whole work, and
  *   fill = B / (SMs · ceil(B / SMs)), where B is at least two waves of slots; below that, by waves.
- * Each fits part of the H200's evidence (data/h200/session17):
+ * Each fits part of the H200's evidence (data/h200/session17, session18):
  * - Qwen2.5-14B's int8 gate_up (27648 x 5120): waves score 432 blocks and 864 alike (0.818) and take 432:
  *   43.7 us bare; 864 blocks (the busiest SM: 0.935) ran it in 37.2–39.7 us side by side, Llama-3.1-8B's in
  *   33.0 against 38.6 (call 1).
@@ -56,15 +56,11 @@ static inline double eco_mma_fill(long blocks, long sm_count, long per_sm, int b
 {
     if (blocks <= 0 || sm_count <= 0) return 0;
     if (per_sm < 1) per_sm = 1;
-    if (by_slots) {
-        long slots = sm_count * per_sm;
-        return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
-    }
-    /* By the busiest SM only where the blocks are at least two waves deep: a block queued behind others shares
-     * its SM's throughput with them, but the few blocks of a thin second wave run alone, as long as a whole
-     * block takes whatever the bandwidth (session 18). */
     long slots = sm_count * per_sm, busiest = (blocks + sm_count - 1) / sm_count;
-    if (blocks < 2 * slots) return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots); /* a thin second wave */
+    /* By the busiest SM only where the blocks are at least two waves deep: a block queued behind others shares
+     * its SM's throughput with them, but the few blocks of a thin second wave run alone, each as long as a whole
+     * block (session 18). */
+    if (by_slots || blocks < 2 * slots) return (double)blocks / (double)(((blocks + slots - 1) / slots) * slots);
     return (double)blocks / (double)(sm_count * busiest);
 }
 
