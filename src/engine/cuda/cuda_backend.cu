@@ -287,7 +287,7 @@ eco_err apply_design(State *s, const Design &d)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA=\"%s\" / ECO_CUDA_MMA_SHAPE=\"%s\": want 0, none, all or precision names "
                         "(fp16,int8,int8-mixed,nf4,fp8), and \"RT,KW,S\" with RT 1 or 2, KW 1, 2, 4 or 8, S 1..16",
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
-    if (d.mma_fill < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots (unset: by residual or not)", getenv("ECO_CUDA_MMA_FILL"));
+    if (d.mma_fill < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots (unset: waves for residual adds and shallow grids, else the busiest SM)", getenv("ECO_CUDA_MMA_FILL"));
     s->mma_fill = d.mma_fill;
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;

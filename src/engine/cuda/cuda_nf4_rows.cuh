@@ -303,11 +303,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     for (int f = f0; f < f1; f += U) {
         int nc = c + U, ng = g;
         if (nc == C) { nc = 0; ng++; }
-        if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
-            if constexpr (DoubleQuant)
-                if (nc == 0) rows_group_rowB<R>(p, ng, lane, rowB);
-            rows_step_load<DoubleQuant, R, U, AmEvery>(p, f + U, lane, rowB, nc, next);
-        }
+        if ((f != f0 || !preloaded) && f + U < f1) // with preloaded, the first step's successor is under way
+            rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
