@@ -169,12 +169,16 @@ static void test_formats_match_cpu_reference(void **state)
     print_message("ECO_CUDA_MMA=all\n");
     for (size_t f = 0; f < 3; f++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare(fams[f], cases[i].p, cases[i].min_cos);
-    /* the layers on it and the lm_head on the scalar kernel (ECO_CUDA_MMA_LM_HEAD=0) */
-    setenv("ECO_CUDA_MMA_LM_HEAD", "0", 1);
-    print_message("ECO_CUDA_MMA=all ECO_CUDA_MMA_LM_HEAD=0\n");
-    compare(fams[0], ECO_PREC_FP16, 0.9999);
-    compare(fams[1], ECO_PREC_INT8, 0.9999);
-    unsetenv("ECO_CUDA_MMA_LM_HEAD");
+    /* some roles on it, the rest on the scalar kernel (ECO_CUDA_MMA_ROLES), both ways round */
+    const char *roles[] = {"o,gate_up,down", "qkv,lm_head"};
+    for (size_t r = 0; r < 2; r++) {
+        setenv("ECO_CUDA_MMA_ROLES", roles[r], 1);
+        print_message("ECO_CUDA_MMA=all ECO_CUDA_MMA_ROLES=%s\n", roles[r]);
+        compare(fams[0], ECO_PREC_FP16, 0.9999);
+        compare(fams[1], ECO_PREC_INT8, 0.9999);
+        compare(fams[2], ECO_PREC_NF4, 0.9999);
+    }
+    unsetenv("ECO_CUDA_MMA_ROLES");
     unsetenv("ECO_CUDA_MMA");
 }
 
@@ -496,8 +500,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         assert_non_null(strstr(eco_last_error(), bad_nf4[i][0]));
         unsetenv(bad_nf4[i][0]);
     }
-    const char *bad_mma[][2] = {{"ECO_CUDA_MMA", "nf5"}, {"ECO_CUDA_MMA", ""}, {"ECO_CUDA_MMA_SHAPE", "3,1,1"}, {"ECO_CUDA_MMA_SHAPE", "1,3,1"}};
-    for (size_t i = 0; i < 4; i++) {
+    const char *bad_mma[][2] = {{"ECO_CUDA_MMA", "nf5"}, {"ECO_CUDA_MMA", ""}, {"ECO_CUDA_MMA_SHAPE", "3,1,1"}, {"ECO_CUDA_MMA_SHAPE", "1,3,1"},
+                                {"ECO_CUDA_MMA_ROLES", ""}, {"ECO_CUDA_MMA_ROLES", ","}, {"ECO_CUDA_MMA_ROLES", "qkv,lm"}, {"ECO_CUDA_MMA_ROLES", "O"}};
+    for (size_t i = 0; i < sizeof bad_mma / sizeof bad_mma[0]; i++) {
         setenv(bad_mma[i][0], bad_mma[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
         assert_non_null(strstr(eco_last_error(), "ECO_CUDA_MMA"));
@@ -524,7 +529,7 @@ static void test_design_fits_the_energy_schema(void **state)
     const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
-                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_LM_HEAD", "0"}};
+                                {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -533,6 +538,9 @@ static void test_design_fits_the_energy_schema(void **state)
         assert_true(strlen(design) <= most);
         assert_non_null(strstr(design, "graph+PDL"));
     }
+    setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
+    eco_cuda_design(design, sizeof design);
+    assert_non_null(strstr(design, "only o down, shaped"));
     for (size_t n = 0; n < sizeof longest / sizeof longest[0]; n++) unsetenv(longest[n][0]);
     json_decref(schema);
 }

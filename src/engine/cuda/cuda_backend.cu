@@ -68,7 +68,7 @@ struct Design {
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
-    bool mma_lm_head;      // the lm_head too, where its format is on it (ECO_CUDA_MMA_LM_HEAD=0: scalar, for A/Bs)
+    unsigned mma_roles;    // the linears (role bits) its formats may put there (ECO_CUDA_MMA_ROLES, for A/Bs); 0: did not parse
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
     int mma_fill;          // ECO_CUDA_MMA_FILL: kMmaFillAuto (unset), kMmaFillSm (=sm), kMmaFillSlots (=slots); -1: did not parse
@@ -173,6 +173,33 @@ bool parse_mma_formats(const char *v, unsigned *out)
     return set != 0;
 }
 
+// The linears of a layer (and the lm_head) by role, for ECO_CUDA_MMA_ROLES. Session 11 found fp16 on the tensor
+// cores faster for Llama-3.1-8B's o, gate_up and down but slower for its qkv and lm_head: the A/B takes the roles
+// one by one.
+enum MmaRole : unsigned { kRoleQkv = 1, kRoleO = 2, kRoleGateUp = 4, kRoleDown = 8, kRoleLmHead = 16 };
+constexpr unsigned kMmaRolesAll = kRoleQkv | kRoleO | kRoleGateUp | kRoleDown | kRoleLmHead;
+const struct {
+    const char *name;
+    MmaRole role;
+} kMmaRoleNames[] = {{"qkv", kRoleQkv}, {"o", kRoleO}, {"gate_up", kRoleGateUp}, {"down", kRoleDown}, {"lm_head", kRoleLmHead}};
+
+// ECO_CUDA_MMA_ROLES as role bits (unset: all); 0 when it does not parse or names none.
+unsigned parse_mma_roles(const char *v)
+{
+    if (!v) return kMmaRolesAll;
+    unsigned set = 0;
+    char buf[128];
+    if (snprintf(buf, sizeof buf, "%s", v) >= (int)sizeof buf) return 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned bit = 0;
+        for (const auto &r : kMmaRoleNames)
+            if (!strcmp(tok, r.name)) bit = r.role;
+        if (!bit) return 0;
+        set |= bit;
+    }
+    return set;
+}
+
 Design requested_design(void)
 {
     Design d;
@@ -200,7 +227,7 @@ Design requested_design(void)
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
-    d.mma_lm_head = !env_is("ECO_CUDA_MMA_LM_HEAD", "0");
+    d.mma_roles = parse_mma_roles(getenv("ECO_CUDA_MMA_ROLES"));
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
     const char *fill = getenv("ECO_CUDA_MMA_FILL");
@@ -236,7 +263,7 @@ struct State {
     size_t rows_partials_n, rows_arrivals_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
-    bool mma_lm_head;  /* the lm_head may be tiled (ECO_CUDA_MMA_LM_HEAD) */
+    unsigned mma_roles; /* the linears that may be tiled, MmaRole bits (ECO_CUDA_MMA_ROLES) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int mma_fill; /* how its shapes are scored (kMmaFill*, ECO_CUDA_MMA_FILL) */
     int nf4_max_blocks; /* that decoder's grid cap; 0: what fits at once (tests set ECO_CUDA_NF4_BLOCKS to loop more) */
@@ -287,6 +314,9 @@ eco_err apply_design(State *s, const Design &d)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA=\"%s\" / ECO_CUDA_MMA_SHAPE=\"%s\": want 0, none, all or precision names "
                         "(fp16,int8,int8-mixed,nf4,fp8), and \"RT,KW,S\" with RT 1 or 2, KW 1, 2, 4 or 8, S 1..16",
                         getenv("ECO_CUDA_MMA") ? getenv("ECO_CUDA_MMA") : "", getenv("ECO_CUDA_MMA_SHAPE") ? getenv("ECO_CUDA_MMA_SHAPE") : "");
+    if (!d.mma_roles)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_ROLES=\"%s\": want a comma-separated list of qkv, o, gate_up, down, lm_head (unset: all)",
+                        getenv("ECO_CUDA_MMA_ROLES"));
     if (d.mma_fill < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_MMA_FILL=\"%s\": want sm or slots (unset: waves for residual adds and shallow grids, else the busiest SM)", getenv("ECO_CUDA_MMA_FILL"));
     s->mma_fill = d.mma_fill;
     s->reference_stack = d.reference_stack;
@@ -309,7 +339,7 @@ eco_err apply_design(State *s, const Design &d)
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
-    s->mma_lm_head = d.mma_lm_head;
+    s->mma_roles = d.mma_roles;
     s->mma_rt = d.mma_rt;
     s->mma_kw = d.mma_kw;
     s->mma_splits = d.mma_splits;
@@ -1533,11 +1563,12 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic))) return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE)))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, s->mma_roles & kRoleQkv)))
             return e;
-        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, s->mma_roles & kRoleO))) return e;
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, s->mma_roles & kRoleGateUp)))
+            return e;
+        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, s->mma_roles & kRoleDown))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -1572,7 +1603,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE, false, s->mma_lm_head)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE, false, s->mma_roles & kRoleLmHead)))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -2109,14 +2140,18 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
-    char mma[128] = "";
+    char mma[192] = "";
     size_t m_at = 0;
     for (const auto &x : f)
         if (d.mma & fmt_bit(x.format))
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
     if (!m_at) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
-    if (d.mma && !d.mma_lm_head && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, ", lm_head apart");
+    if (d.mma && d.mma_roles != kMmaRolesAll && m_at < sizeof mma) {
+        m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, ", only");
+        for (const auto &r : kMmaRoleNames)
+            if (d.mma_roles & r.role && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " %s", r.name);
+    }
     if (d.mma && m_at < sizeof mma)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
