@@ -10,12 +10,16 @@
  *
  * Labels (eco_estimate_run), first rule that applies:
  *   measured      the curve for (arch, precision) has anchors at this size (|N - N_a| <= 1e-6 * N_a) or whose
- *                 model name equals the request's model: ΔE is the anchors' weighted mean, range = their spread.
+ *                 model name equals the request's model within 15% of its size: ΔE is the anchors' weighted mean,
+ *                 range = their spread. Labels are per architecture; a card none of the anchors ran on gets a note.
  *   interpolated  the arch has its own curve and n_min_b <= N <= n_max_b.
  *   extrapolated  the arch has its own curve and N is outside [n_min_b, n_max_b]; the range widens with
  *                 d = |ln(N / nearest bound)|: sigma_extra = 1.2 * (max(resid_sd, 2) + 4) * d.
- *   estimated     the arch has no curve for the precision: a proxy arch's curve is used (eco_arch_proxy says
- *                 which and why) with an extra 10-point (close proxy) or 20-point (weak proxy) sigma term.
+ *   estimated     the arch has no curve for the precision: a proxy arch's curve measured with the same software
+ *                 stack (eco_arch_proxy says which and why), else on EcoCompute's engine the nf4/nf4-dq sibling on
+ *                 the same arch, with an extra 10-point (close proxy) or 20-point (weak proxy) sigma term.
+ * Absolute energy (fp16 baseline x (1 + ΔE)) is estimated, with a wider range, for a card of the arch the
+ * baseline was not measured on, and at batch > 1 (the batch factor is borrowed from the A800 INT8 sweep).
  *   modelled      (optimizer fields only) computed from a physical model (roofline, byte accounting).
  * Range: 95% bootstrap percentile band of the stored curve samples, combined in quadrature with 1.96 * the
  * residual SD (a prediction band for a new measurement, not only the mean curve).
@@ -116,7 +120,8 @@ typedef struct {
 
 typedef struct {
     char arch[16];
-    char protocol[96];
+    char protocol[96]; /* the protocol of the rows used (the arch's largest group), or "pooled" */
+    char backend[96];  /* their software stack (split_backend), "" otherwise */
     size_t n_points;
     eco_fp16_point points[ECO_FIT_MAX_FP16]; /* sorted by params_b, one per distinct size */
 } eco_fp16_baseline;
@@ -172,7 +177,7 @@ const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, 
 const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch);
 
 /* ---- estimator ---- */
-#define ECO_EST_MAX_NOTES 10
+#define ECO_EST_MAX_NOTES 14
 #define ECO_EST_NOTE_BYTES 400
 
 typedef struct {
@@ -181,6 +186,8 @@ typedef struct {
     double params_b;          /* > 0 */
     const char *model;        /* optional model name: an anchor of the same name counts as measured */
     int batch;                /* >= 1; ΔE is a batch-1 quantity, absolute energy is amortised */
+    const char *card;         /* optional: the card asked for, a name from the GPU table (NULL: an architecture);
+                               * absolute energy measured on other cards of the arch is then labelled estimated */
 } eco_estimate_query;
 
 typedef struct {
@@ -214,6 +221,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
 /* fp16 energy per token at params_b, log-log between baseline points (power law outside). */
 eco_err eco_fp16_energy(const eco_fp16_baseline *b, double params_b, eco_energy_value *out);
+/* The same for a card (NULL: the architecture) at a batch: estimated, with a wider range, when the card is not one
+ * the baseline was measured on (at params_b, or at any size off the measured ones) or batch > 1 (the batch factor is
+ * borrowed from the A800 INT8 sweep). */
+eco_err eco_fp16_energy_on(const eco_fp16_baseline *b, double params_b, const char *card, int batch, eco_energy_value *out);
+/* Whether the card is among those behind the baseline at params_b (off the measured sizes: behind any point).
+ * NULL card: true. */
+bool eco_fp16_baseline_has_card(const eco_fp16_baseline *b, double params_b, const char *card);
 
 /* Energy per token at `batch` relative to batch 1, from the only measured batch sweep
  * (A800, Mistral-7B, pure INT8, batch 1-64; log-log interpolation, flat beyond 64). */

@@ -86,6 +86,9 @@ typedef struct {
     const char *model;
 } eco_record_filter;
 
+/* The reference dataset's citation and licence (CC BY 4.0), for every answer that serves its rows. */
+const char *eco_reference_attribution(void);
+
 /* A filter that matches everything (origin = -1). */
 eco_record_filter eco_record_filter_any(void);
 

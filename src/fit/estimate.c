@@ -12,6 +12,14 @@
 #define PROXY_SIGMA_PCT 10.0
 #define WEAK_PROXY_SIGMA_PCT 20.0
 #define FP16_LOG_SIGMA_FLOOR 0.05
+/* A model name counts as a measurement of that model only near its measured size: a name with another size
+ * (model=Llama-3.1-8B, params_b=70) is the size's question, not the measurement's. */
+#define NAME_SIZE_TOL 0.15
+/* Absolute energy carried over to a card of the same architecture that was not measured (an L4 from an RTX 4090
+ * baseline: power limits and memory differ several-fold): log-SD, a 95% factor of about 2. */
+#define OTHER_CARD_LOG_SIGMA 0.35
+/* The batch factor borrowed for fp16 (the only sweep is pure INT8): log-SD, a 95% factor of about 1.6. */
+#define BORROWED_BATCH_LOG_SIGMA 0.25
 
 __attribute__((format(printf, 2, 3))) static void note(eco_estimate *e, const char *fmt, ...)
 {
@@ -38,6 +46,27 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
     if (flagged) note(e, "%zu of %zu measurement(s) at this size carry flags: %s", flagged, hits, list);
 }
 
+/* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
+static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
+{
+    const eco_gpu_spec *want;
+    bool exact;
+    if (!card || eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) { eco_clear_error(); return; }
+    char list[ECO_EST_NOTE_BYTES / 2] = "";
+    size_t at = 0;
+    for (size_t k = 0; k < hits; k++) {
+        const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
+        const eco_gpu_spec *g;
+        if (eco_gpu_find(a->gpu, &g, &exact) == ECO_OK && exact && g == want) { eco_clear_error(); return; }
+        if (strstr(list, a->gpu)) continue;
+        int n = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", a->gpu);
+        if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
+    }
+    eco_clear_error();
+    note(e, "ΔE measured on %s, not on the %s: another card of the %s architecture (labels are per architecture)", list,
+         want->name, c->arch);
+}
+
 /* ---- batch amortisation: the measured A800 sweep (Mistral-7B, pure INT8, 10 runs per batch), J per 1k tokens,
  * from shared/reference/a800_batchsize_pure_int8_summary_20260215.csv (energy_per_1k_tokens_j mean) ---- */
 static const int sweep_batch[] = {1, 2, 4, 8, 16, 32, 64};
@@ -59,7 +88,7 @@ double eco_batch_energy_factor(int batch)
 eco_label eco_batch_label(const char *arch, eco_precision precision, double params_b, int batch)
 {
     if (batch <= 1) return ECO_LABEL_MEASURED; /* every ΔE is a batch-1 measurement */
-    bool sweep_config = !strcmp(arch, "ampere") && precision == ECO_PREC_INT8 && fabs(params_b - 7.0) < 0.5;
+    bool sweep_config = arch && !strcmp(arch, "ampere") && precision == ECO_PREC_INT8 && fabs(params_b - 7.0) < 0.5;
     if (!sweep_config) return ECO_LABEL_ESTIMATED; /* the factor is borrowed from another precision / arch / size */
     const size_t n = sizeof sweep_batch / sizeof sweep_batch[0];
     for (size_t i = 0; i < n; i++)
@@ -124,6 +153,65 @@ eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *
 
 static eco_label worse(eco_label a, eco_label b) { return a > b ? a : b; }
 
+/* Whether one of a " + "-separated list of recorded GPU names is the card (both resolved through the GPU table). */
+static bool list_has_card(const char *gpus, const eco_gpu_spec *card)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", gpus);
+    bool found = false;
+    for (char *at = buf, *next; at && !found; at = next) {
+        next = strstr(at, " + ");
+        if (next) *next = '\0', next += 3;
+        const eco_gpu_spec *g;
+        bool exact;
+        found = eco_gpu_find(at, &g, &exact) == ECO_OK && exact && g == card;
+    }
+    eco_clear_error();
+    return found;
+}
+
+bool eco_fp16_baseline_has_card(const eco_fp16_baseline *b, double N, const char *card)
+{
+    const eco_gpu_spec *want;
+    bool exact;
+    if (!card) return true;
+    if (eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) { eco_clear_error(); return false; }
+    for (size_t i = 0; i < b->n_points; i++)
+        if (fabs(b->points[i].params_b - N) <= SIZE_TOL * N) return list_has_card(b->points[i].gpus, want);
+    for (size_t i = 0; i < b->n_points; i++)
+        if (list_has_card(b->points[i].gpus, want)) return true;
+    return false;
+}
+
+eco_err eco_fp16_energy_on(const eco_fp16_baseline *b, double N, const char *card, int batch, eco_energy_value *out)
+{
+    eco_err e = eco_fp16_energy(b, N, out);
+    if (e) return e;
+    double widen = 0; /* log-SDs added in quadrature to the band */
+    if (!eco_fp16_baseline_has_card(b, N, card)) {
+        out->label = worse(out->label, ECO_LABEL_ESTIMATED);
+        out->basis_note = batch > 1 ? "fp16 baseline of another card of this architecture, times the batch factor borrowed from the A800 "
+                                      "INT8 sweep: estimated, range widened for both"
+                                    : "fp16 baseline of another card of this architecture (not measured on this one): estimated, range widened";
+        widen += OTHER_CARD_LOG_SIGMA * OTHER_CARD_LOG_SIGMA;
+    }
+    if (batch > 1) {
+        double f = eco_batch_energy_factor(batch);
+        out->value_mj *= f; out->lo_mj *= f; out->hi_mj *= f;
+        out->label = worse(out->label, eco_batch_label(NULL, ECO_PREC_FP16, N, batch));
+        if (widen == 0)
+            out->basis_note = "fp16 baseline times the batch factor borrowed from the A800 INT8 sweep (no fp16 batch sweep): "
+                              "estimated, range widened";
+        widen += BORROWED_BATCH_LOG_SIGMA * BORROWED_BATCH_LOG_SIGMA;
+    }
+    if (widen > 0) {
+        double v = log(out->value_mj), dl = v - log(out->lo_mj), dh = log(out->hi_mj) - v, add = 1.96 * 1.96 * widen;
+        out->lo_mj = exp(v - sqrt(dl * dl + add));
+        out->hi_mj = exp(v + sqrt(dh * dh + add));
+    }
+    return ECO_OK;
+}
+
 static void precisions_with_data(const eco_curve_set *set, const char *arch, char *buf, size_t cap)
 {
     size_t len = 0;
@@ -132,6 +220,34 @@ static void precisions_with_data(const eco_curve_set *set, const char *arch, cha
         if (!strcmp(set->curves[i].arch, arch))
             len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", eco_precision_name(set->curves[i].precision));
     if (!len) snprintf(buf, cap, "none");
+}
+
+/* EcoCompute's own engine (backend "eco <version> ...") or the reference stack (bitsandbytes / HF eager). */
+static bool is_eco_stack(const char *backend) { return !strncmp(backend, "eco ", 4); }
+
+/* The software stack of an architecture's own data: its fp16 baseline's, else its first curve's; -1 when it has
+ * none. A proxy curve is carried over only from the same stack: ΔE is mostly the kernel design's (data/h200). */
+static int arch_stack(const eco_curve_set *set, const char *arch)
+{
+    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
+    if (fb && fb->backend[0]) return is_eco_stack(fb->backend);
+    for (size_t i = 0; i < set->n_curves; i++)
+        if (!strcmp(set->curves[i].arch, arch)) return is_eco_stack(set->curves[i].backend);
+    return -1;
+}
+
+/* On EcoCompute's engine nf4 and nf4-dq are the same 4-bit codes and kernels; only the block scales differ. */
+static const char SIBLING_REASON[] =
+    "no curve for this precision on this architecture; its nf4 sibling on the same architecture and software stack "
+    "stands in (EcoCompute's engine decodes nf4 and nf4-dq with the same kernels; double quant only stores the block "
+    "scales in 8 bits, 0.13 instead of 0.5 bits a weight)";
+
+static const eco_curve *sibling_curve(const eco_curve_set *set, const char *arch, eco_precision p)
+{
+    if (arch_stack(set, arch) != 1) return NULL; /* on bitsandbytes double quant adds its own dequantize kernel */
+    if (p == ECO_PREC_NF4_DQ) return eco_curve_set_find(set, arch, ECO_PREC_NF4);
+    if (p == ECO_PREC_NF4) return eco_curve_set_find(set, arch, ECO_PREC_NF4_DQ);
+    return NULL;
 }
 
 eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *e)
@@ -156,14 +272,25 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         const char *reason = NULL;
         const char *pa = eco_arch_proxy(q->arch, &reason, &weak);
         c = pa ? eco_curve_set_find(set, pa, q->precision) : NULL;
+        int own_stack = arch_stack(set, q->arch);
+        bool other_stack = c && own_stack >= 0 && is_eco_stack(c->backend) != own_stack;
+        const eco_curve *other = other_stack ? c : NULL;
+        if (other_stack) c = NULL;
+        if (!c && (c = sibling_curve(set, q->arch, q->precision))) reason = SIBLING_REASON, weak = false;
         if (!c) {
-            char own[128], other[128];
+            char own[128], others[128];
             precisions_with_data(set, q->arch, own, sizeof own);
-            if (pa) precisions_with_data(set, pa, other, sizeof other);
+            if (other)
+                return eco_fail_field(ECO_EUNSUPPORTED, "precision",
+                                      "no data for %s on %s; %s has it, measured with another software stack (%s, against %s "
+                                      "here), and ΔE is mostly the kernels', so it is not carried over; precisions with data on %s: %s",
+                                      eco_precision_name(q->precision), q->arch, pa, other->backend,
+                                      own_stack ? "EcoCompute's engine" : "the reference stack", q->arch, own);
+            if (pa) precisions_with_data(set, pa, others, sizeof others);
             if (pa)
                 return eco_fail_field(ECO_EUNSUPPORTED, "precision",
                                       "no data for %s on %s nor on its proxy %s; precisions with data on %s: %s; on %s: %s",
-                                      eco_precision_name(q->precision), q->arch, pa, q->arch, own, pa, other);
+                                      eco_precision_name(q->precision), q->arch, pa, q->arch, own, pa, others);
             return eco_fail_field(ECO_EUNSUPPORTED, "precision", "no data for %s on %s; precisions with data: %s",
                                   eco_precision_name(q->precision), q->arch, own);
         }
@@ -177,12 +304,18 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
     /* measured: anchors at this size, or of the same model */
     size_t hits = 0;
+    const eco_anchor *named_elsewhere = NULL;
     if (!proxy)
         for (size_t i = 0; i < c->n_anchors; i++) {
             const eco_anchor *a = &c->anchors[i];
-            bool same = fabs(a->params_b - N) <= SIZE_TOL * a->params_b || (q->model && *q->model && !strcasecmp(q->model, a->model));
-            if (same) e->anchor_idx[hits++] = i;
+            bool named = q->model && *q->model && !strcasecmp(q->model, a->model);
+            bool near = fabs(a->params_b - N) <= NAME_SIZE_TOL * N;
+            if (named && !near) named_elsewhere = a;
+            if (fabs(a->params_b - N) <= SIZE_TOL * a->params_b || (named && near)) e->anchor_idx[hits++] = i;
         }
+    if (named_elsewhere)
+        note(e, "%s was measured at %.3gB, not at the %.3gB asked: the answer is for %.3gB, not that measurement", named_elsewhere->model,
+             named_elsewhere->params_b, N, N);
     if (hits) {
         double sw = 0, s = 0, mn = INFINITY, mx = -INFINITY, cv = 0, var = 0;
         int ntr = 0, ncv = 0, nsd = 0, single = 0;
@@ -209,6 +342,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         if (hits > 1) note(e, "%zu measurements at this size (%.1f to %.1f points); the value is their trial-weighted mean", hits, mn, mx);
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
         flagged_note(e, c, hits);
+        other_card_note(e, c, hits, q->card);
     } else {
         double lo, hi;
         eco_curve_band95(c, N, &lo, &hi);
@@ -251,7 +385,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                 "kernels and host syncs decode slower (data/h200), so its ΔE is likely higher", c->backend);
     if (c->form != ECO_FORM_SATURATING) note(e, "curve form: %s", c->form_note);
     if (!isfinite(c->crossover_b)) note(e, "no crossover (ΔE = 0) inside the measured range");
-    if (q->precision == ECO_PREC_INT8_MIXED)
+    if (q->precision == ECO_PREC_INT8_MIXED && !is_eco_stack(c->backend))
         note(e, "int8-mixed is bitsandbytes LLM.int8() (threshold 6.0); its penalty varied 2x between sessions on one card");
 
     /* absolute energy: only from this arch's own fp16 baseline (another card's J/token would be a different number) */
@@ -267,18 +401,23 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                                                         : ", borrowed for this arch/precision/size");
     }
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
-    if (fb && eco_fp16_energy(fb, N, &e->e_fp16) == ECO_OK) {
+    if (fb && eco_fp16_energy_on(fb, N, q->card, q->batch, &e->e_fp16) == ECO_OK) {
         e->has_energy = true;
-        double f = e->batch_factor;
-        e->e_fp16.value_mj *= f; e->e_fp16.lo_mj *= f; e->e_fp16.hi_mj *= f;
-        if (q->batch > 1) e->e_fp16.label = worse(e->e_fp16.label, e->batch_label);
+        if (!eco_fp16_baseline_has_card(fb, N, q->card)) {
+            const char *gpus = fb->points[0].gpus;
+            for (size_t i = 0; i < fb->n_points; i++)
+                if (fabs(fb->points[i].params_b - N) <= SIZE_TOL * N) gpus = fb->points[i].gpus;
+            note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
+                    "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
+        }
         e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
         e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
         e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100);
         e->e_quant.label = worse(e->e_fp16.label, e->label);
         e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
-        if (strcmp(fb->protocol, c->protocol) && !c->n_pooled)
-            note(e, "absolute energy uses fp16 baselines of protocol %s", fb->protocol);
+        if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled)
+            note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s", fb->protocol, fb->backend[0] ? " (" : "",
+                 fb->backend, fb->backend[0] ? ")" : "");
     } else {
         eco_clear_error();
         note(e, "no fp16 baseline measured on %s: absolute energy per token is not given", q->arch);

@@ -554,7 +554,7 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
     snprintf(fb->arch, sizeof fb->arch, "%s", arch);
     /* the arch's largest group (absolute energy is not comparable across protocols or software stacks) */
     char keys[16][200];
-    size_t counts[16] = {0}, nk = 0;
+    size_t counts[16] = {0}, first[16] = {0}, nk = 0;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(rows[i].arch, arch) || eco_record_check(&rows[i]) != ECO_OK) continue;
         char k[96], g[200];
@@ -563,18 +563,26 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
         group_key(&rows[i], opt->split_backend, g, sizeof g);
         size_t j = 0;
         while (j < nk && strcmp(keys[j], g)) j++;
-        if (j == nk && nk < 16) snprintf(keys[nk++], sizeof keys[0], "%s", g);
+        if (j == nk && nk < 16) first[nk] = i, snprintf(keys[nk++], sizeof keys[0], "%s", g);
         if (j < nk) counts[j]++;
     }
     eco_clear_error();
     const char *chosen = NULL;
+    size_t chosen_i = 0;
     if (!opt->pool && nk) {
         size_t b = 0;
         for (size_t j = 1; j < nk; j++)
             if (counts[j] > counts[b] || (counts[j] == counts[b] && strcmp(keys[j], keys[b]) < 0)) b = j;
         chosen = keys[b];
+        chosen_i = b;
     }
-    snprintf(fb->protocol, sizeof fb->protocol, "%.95s", chosen ? chosen : "pooled");
+    if (chosen) { /* its protocol and stack apart, as a curve records them, so the estimator can compare */
+        const eco_record *r = &rows[first[chosen_i]];
+        eco_record_protocol_key(r, fb->protocol, sizeof fb->protocol);
+        if (opt->split_backend) snprintf(fb->backend, sizeof fb->backend, "%s", r->backend);
+    } else {
+        snprintf(fb->protocol, sizeof fb->protocol, "pooled");
+    }
     /* distinct baselines: rows sharing (gpu, size, fp16 energy) are one baseline measured once */
     double sizes[ECO_FIT_MAX_FP16 * 4];
     size_t ns = 0;
@@ -677,9 +685,10 @@ const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char
 const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak)
 {
     static const struct { const char *arch, *proxy, *reason; bool weak; } map[] = {
-        {"hopper", "ampere", "Hopper has no measurements; Ampere (A100/A800) is the closest: both are datacenter HBM parts "
-                             "running the same bitsandbytes kernels", false},
-        {"ampere", "hopper", "Ampere has no curve for this precision; Hopper is the closest datacenter HBM part", false},
+        {"hopper", "ampere", "Hopper has no curve for this precision; Ampere (A100/A800) is the closest datacenter HBM part "
+                             "(used only where both were measured with the same software stack)", false},
+        {"ampere", "hopper", "Ampere has no curve for this precision; Hopper is the closest datacenter HBM part (used only "
+                             "where both were measured with the same software stack)", false},
         {"blackwell", "ada", "Blackwell (RTX 5090) has no curve for this precision; Ada (RTX 4090) is the closest consumer "
                              "GDDR part with the same kernels", false},
         {"ada", "blackwell", "Ada has no curve for this precision; Blackwell (RTX 5090) is the closest consumer GDDR part", false},

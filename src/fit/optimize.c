@@ -245,7 +245,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     }
     eco_energy_value fp16e;
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
-    r->energy_absolute = fb && eco_fp16_energy(fb, N, &fp16e) == ECO_OK;
+    r->energy_absolute = fb && eco_fp16_energy_on(fb, N, q->gpu->name, 1, &fp16e) == ECO_OK;
     eco_clear_error();
     if (!r->energy_absolute) onote(r, "no fp16 baseline on %s: energy is relative to fp16 at batch 1 only", arch);
 
@@ -264,7 +264,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double dpct = 0, dlo = 0, dhi = 0;
         eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
         if (p != ECO_PREC_FP16) {
-            eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1};
+            eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
+                                     .card = q->gpu->name};
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
             dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
         }

@@ -99,7 +99,8 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         sb_printf(s, ", not a measurement");
     } else if (!strcmp(label, "estimated")) {
         const json_t *proxy = at(est, "proxy");
-        sb_printf(s, "an estimate borrowed from the %s curve", strv(proxy, "arch", strv(est, "arch_used", "proxy")));
+        sb_printf(s, "an estimate borrowed from the %s %s curve", strv(proxy, "arch", strv(est, "arch_used", "proxy")),
+                  strv(proxy, "precision", ""));
         if (strv(proxy, "reason", NULL)) sb_printf(s, " (%s)", strv(proxy, "reason", ""));
         sb_printf(s, ", not a measurement");
     } else {

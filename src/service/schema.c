@@ -134,7 +134,7 @@ static json_t *estimate_response(void)
                "cv_pct", tnull("number"), "sessions", str_list(), "anchors", array_of(anchor()), "protocol", t("string"),
                "backend", described(t("string"), "Software stack the curve was fitted on (\"\" when pooled)."),
                "pooled_protocols", str_list(), "arch_used", arch_enum(), "proxy",
-               nullable(obj("arch", arch_enum(), "reason", t("string"), NULL)), "recommendation",
+               nullable(obj("arch", arch_enum(), "precision", t("string"), "reason", t("string"), NULL)), "recommendation",
                enum_of("quantize", "do_not_quantize", "depends", NULL), "crossover_b", tnull("number"), "curve", curve, "energy",
                nullable(energy), "notes", str_list(), NULL);
 }
@@ -242,8 +242,12 @@ static json_t *measurements_response(void)
                       tnull("number"), "e_quant_sd_mj", tnull("number"), "delta_pct", t("number"), "cv_pct", tnull("number"),
                       "n_trials", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "single_trial", t("boolean"), "protocol",
                       t("string"), "session", t("string"), "source", t("string"), "origin",
-                      enum_of("reference", "run", "replication", NULL), "synthetic_weights", t("boolean"), "note", t("string"), NULL);
-    return obj("measurements", array_of(row), "count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), NULL);
+                      enum_of("reference", "run", "replication", NULL), "synthetic_weights", t("boolean"), "note", t("string"),
+                      "flags", described(t("string"), "\"\" or e.g. \"throttled fp16:throttled\", \"fp16-back-derived\": read before comparing"),
+                      "backend", described(t("string"), "Software stack measured (\"eco 0.1.0 cuda\", \"bitsandbytes ...\"; \"\" when not recorded)."),
+                      NULL);
+    return obj("measurements", array_of(row), "count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), "attribution",
+               described(t("string"), "Citation and licence (CC BY 4.0) of the reference rows."), NULL);
 }
 
 static json_t *replication_submit_response(void)

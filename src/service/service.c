@@ -197,8 +197,11 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     int batch = v[4].present ? (int)v[4].d : 1, ctxlen = v[5].present ? (int)v[5].d : 2048;
     const char *model = v[3].present ? (preset ? preset->name : v[3].s) : NULL;
 
+    const eco_gpu_spec *card;
+    bool exact = false;
+    if (eco_gpu_find(v[0].s, &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
     eco_estimate est;
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch};
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL};
     if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
     const eco_curve *c = est.curve;
 
@@ -228,7 +231,8 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     json_object_set_new(r, "backend", json_string(c->backend));
     json_object_set_new(r, "pooled_protocols", pooled);
     json_object_set_new(r, "arch_used", json_string(est.arch_used));
-    json_object_set_new(r, "proxy", est.proxy_reason ? json_pack("{s:s, s:s}", "arch", est.arch_used, "reason", est.proxy_reason)
+    json_object_set_new(r, "proxy", est.proxy_reason ? json_pack("{s:s, s:s, s:s}", "arch", est.arch_used, "precision",
+                                                                 eco_precision_name(c->precision), "reason", est.proxy_reason)
                                                      : json_null());
     json_object_set_new(r, "recommendation", json_string(eco_recommendation_name(est.recommendation)));
     json_object_set_new(r, "crossover_b", num(est.crossover_b));
@@ -421,7 +425,12 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
         if (eco_precision_parse(v[1].s, &p)) return not_found_precision();
         f.precision = eco_precision_name(p);
     }
-    if (v[2].present) f.gpu = v[2].s;
+    /* gpu and model as the estimator takes them: a card by any of its names ("H200" finds "NVIDIA H200"), a model
+     * whatever its case; filtered below, since the rows hold the names as recorded */
+    const eco_gpu_spec *card = NULL;
+    bool exact = false;
+    if (v[2].present && (eco_gpu_find(v[2].s, &card, &exact) != ECO_OK || !exact)) card = NULL;
+    eco_clear_error();
     if (v[3].present) f.protocol = v[3].s;
     if (v[4].present) {
         if (!strcmp(v[4].s, "reference")) f.origin = ECO_ORIGIN_REFERENCE;
@@ -429,7 +438,7 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
         else if (!strcmp(v[4].s, "replication")) f.origin = ECO_ORIGIN_REPLICATION;
         else return eco_fail_field(ECO_EINVAL, "origin", "origin must be reference, run or replication, got '%s'", v[4].s);
     }
-    if (v[5].present) f.model = v[5].s;
+    const eco_model_config *preset = v[5].present ? eco_preset_find(v[5].s) : NULL;
     eco_record *rows = NULL;
     size_t n = 0;
     pthread_mutex_lock(&svc->store_lock);
@@ -437,21 +446,32 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     pthread_mutex_unlock(&svc->store_lock);
     if (e) return e;
     json_t *a = json_array();
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const eco_record *r = &rows[i];
+        if (v[2].present && strcasecmp(r->gpu, v[2].s)) {
+            const eco_gpu_spec *g;
+            bool ex;
+            bool same = card && eco_gpu_find(r->gpu, &g, &ex) == ECO_OK && ex && g == card;
+            eco_clear_error();
+            if (!same) continue;
+        }
+        if (v[5].present && strcasecmp(r->model, v[5].s) && !(preset && !strcasecmp(r->model, preset->name))) continue;
+        kept++;
         char key[96];
         eco_record_protocol_key(r, key, sizeof key);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:s, s:s, s:s, s:s, s:b, s:s}",
+        json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s}",
                               "gpu", r->gpu, "arch", r->arch, "model", r->model, "params_b", num(r->params_b), "precision",
                               eco_precision_name(r->precision), "batch", r->batch, "e_fp16_mj", num(r->e_fp16_mj), "e_quant_mj",
                               num(r->e_quant_mj), "e_fp16_sd_mj", num(r->e_fp16_sd_mj), "e_quant_sd_mj", num(r->e_quant_sd_mj),
                               "delta_pct", num(eco_record_delta_pct(r)), "cv_pct", num(r->cv_pct), "n_trials", r->n_trials,
                               "single_trial", r->n_trials < 2, "protocol", key, "session", r->session, "source", r->source,
-                              "origin", eco_record_origin_name(r->origin), "synthetic_weights", r->synthetic_weights, "note", r->note);
+                              "origin", eco_record_origin_name(r->origin), "synthetic_weights", r->synthetic_weights, "note", r->note,
+                              "flags", r->flags, "backend", r->backend);
         json_array_append_new(a, o);
     }
     free(rows);
-    *result = json_pack("{s:o, s:I}", "measurements", a, "count", (json_int_t)n);
+    *result = json_pack("{s:o, s:I, s:s}", "measurements", a, "count", (json_int_t)kept, "attribution", eco_reference_attribution());
     return ECO_OK;
 }
 

@@ -12,6 +12,8 @@ static const char ATTRIBUTION[] =
     "v1.1.0, Zenodo, doi:10.5281/zenodo.19647290; and \"EcoCompute - LLM Inference Energy on NVIDIA RTX 4090 (Ada)\", "
     "Zenodo, doi:10.5281/zenodo.22037483. CC BY 4.0. See data/reference/ATTRIBUTION.md.";
 
+const char *eco_reference_attribution(void) { return ATTRIBUTION; }
+
 typedef enum { COL_TEXT, COL_REAL, COL_INT, COL_BOOL } col_type;
 
 static const struct { const char *name; col_type type; } COLS[] = {

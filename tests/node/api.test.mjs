@@ -192,6 +192,19 @@ test('catalogue routes answer 200 JSON', async () => {
   const all = await (await fetch(`${server.base}/v1/measurements`)).json();
   const ampere = await (await fetch(`${server.base}/v1/measurements?arch=ampere`)).json();
   assert.ok(ampere.count > 0 && ampere.count < all.count, `filter narrows: ${ampere.count} of ${all.count}`);
+  // rows carry their flags and software stack, and the answer the reference's attribution
+  assert.match(all.attribution, /CC BY 4\.0/);
+  assert.ok(all.measurements.every((r) => typeof r.flags === 'string' && typeof r.backend === 'string'));
+  assert.ok(all.measurements.some((r) => r.flags.includes('fp16-back-derived')), 'a flagged reference row');
+  // gpu and model as the estimator takes them: any name of a card, any case of a model
+  const get = async (q) => (await fetch(`${server.base}/v1/measurements?${q}`)).json();
+  const raw = await get('gpu=RTX%204090'), alias = await get('gpu=geforce%20rtx%204090');
+  assert.ok(raw.count > 0 && alias.count >= raw.count, `${alias.count} vs ${raw.count}`);
+  assert.ok(alias.measurements.every((r) => r.gpu.includes('4090')));
+  assert.equal(alias.count, alias.measurements.length);
+  const exact = await get('model=Qwen2-7B'), lower = await get('model=qwen2-7b');
+  assert.ok(exact.count > 0 && lower.count === exact.count, `${lower.count} vs ${exact.count}`);
+  assert.equal((await get('gpu=no-such-card')).count, 0);
 });
 
 test('bad input is a 400 problem naming the field', async () => {

@@ -238,6 +238,93 @@ static void test_labels_at_boundaries(void **state)
     free(set);
 }
 
+/* Where an answer's numbers come from when the request and the data differ: a model name at another size is not
+ * its measurement; a card of the architecture that was not measured gets estimated absolute energy with a wider
+ * range; fp16 energy at batch > 1 is estimated (the batch factor is an INT8 sweep's); a proxy curve crosses
+ * architectures only within one software stack, and on EcoCompute's engine nf4-dq borrows its own arch's nf4. */
+static void test_provenance_when_request_and_data_differ(void **state)
+{
+    (void)state;
+    eco_record rows[8];
+    static const double sizes[] = {1, 3, 7, 14};
+    for (int i = 0; i < 4; i++) { /* hopper nf4 on EcoCompute's engine, measured on an H200 */
+        make_row(&rows[i], "hopper", ECO_PREC_NF4, sizes[i], -20 - 5 * i, 3, "nvml-energy-counter");
+        snprintf(rows[i].gpu, sizeof rows[i].gpu, "NVIDIA H200");
+        snprintf(rows[i].backend, sizeof rows[i].backend, "eco 0.1.0 cuda");
+    }
+    for (int i = 0; i < 4; i++) { /* ampere nf4-dq and fp8 on bitsandbytes */
+        make_row(&rows[4 + i], "ampere", i < 2 ? ECO_PREC_NF4_DQ : ECO_PREC_FP8, sizes[i % 2 ? 2 : 1], 10 + i, 3, "nvml-power-poll");
+        snprintf(rows[4 + i].gpu, sizeof rows[4 + i].gpu, "NVIDIA A800-SXM4-80GB");
+        snprintf(rows[4 + i].backend, sizeof rows[4 + i].backend, "bitsandbytes 0.43.3");
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 8, &o, set), ECO_OK);
+    assert_string_equal(eco_curve_set_fp16(set, "hopper")->backend, "eco 0.1.0 cuda");
+    assert_string_equal(eco_curve_set_fp16(set, "hopper")->protocol, eco_curve_set_find(set, "hopper", ECO_PREC_NF4)->protocol);
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "hopper", .precision = ECO_PREC_NF4, .params_b = 7, .batch = 1, .card = "H200"};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_near(e.e_fp16.value_mj, 7000, 1e-6);
+    for (size_t i = 0; i < e.n_notes; i++) /* same protocol and stack: no note about the baseline's */
+        assert_null(strstr(e.notes[i], "fp16 baselines of protocol"));
+    /* the model's name at 70B: the 70B question, not the 7B measurement */
+    q.model = "m7.00";
+    q.params_b = 70;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    bool said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "measured at 7B, not at the 70B") != NULL;
+    assert_true(said);
+    q.params_b = 7.5; /* within 15%: the model's measurement */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    q.model = NULL;
+    /* an H100 is hopper but not the H200 the baseline ran on: ΔE keeps its label, absolute energy is estimated */
+    q.params_b = 7;
+    q.card = "H100 SXM";
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
+    assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.e_fp16.value_mj, 7000, 1e-6);
+    assert_true(e.e_fp16.lo_mj < 7000 / 1.8 && e.e_fp16.hi_mj > 7000 * 1.8); /* 1.96 x 0.35 in log: x/ 1.99 */
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "ΔE measured on NVIDIA H200, not on the H100 SXM") != NULL;
+    assert_true(said);
+    /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (x/ 1.63 at 95%) */
+    q.card = "H200";
+    q.batch = 8;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
+    double f = eco_batch_energy_factor(8);
+    assert_near(e.e_fp16.value_mj, 7000 * f, 1e-6);
+    assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, exp(1.96 * 0.25), 1e-9);
+    q.batch = 1;
+    /* nf4-dq: ampere has it on bitsandbytes, which is not carried over; hopper's own nf4 stands in */
+    q.precision = ECO_PREC_NF4_DQ;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_ESTIMATED);
+    assert_string_equal(e.arch_used, "hopper");
+    assert_int_equal(e.curve->precision, ECO_PREC_NF4);
+    assert_non_null(strstr(e.proxy_reason, "sibling"));
+    assert_true(e.delta_pct < -20 && e.hi_pct - e.lo_pct > 2 * 1.96 * 10 - 1e-9);
+    /* fp8 on ampere: hopper has it only on another stack (no fp8 row there here either): refused, saying why */
+    q.arch = "ampere";
+    q.card = NULL;
+    q.precision = ECO_PREC_INT8;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_EUNSUPPORTED);
+    q.precision = ECO_PREC_NF4; /* hopper's nf4 is EcoCompute's engine, ampere's data bitsandbytes */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_EUNSUPPORTED);
+    assert_non_null(strstr(eco_last_error(), "another software stack"));
+    /* and no sibling on bitsandbytes (double quant adds a kernel there): nf4 is not borrowed from nf4-dq */
+    assert_null(strstr(eco_last_error(), "sibling"));
+    free(set);
+}
+
 /* A measured estimate names the measurements at its size that carry flags, with their sources; unflagged ones
  * add no note; the flags reach the anchors from the records. */
 static void test_flagged_measurements_are_named(void **state)
@@ -471,7 +558,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
-        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
+        cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
+        cmocka_unit_test(test_provenance_when_request_and_data_differ),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };

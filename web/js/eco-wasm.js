@@ -108,6 +108,7 @@ export class Eco {
     for (const b of doc.fp16) {
       this.setStr(0, s(b.arch));
       this.setStr(1, s(b.protocol));
+      this.setStr(2, s(b.backend));
       this.call('eco_wasm_fp16_add');
       for (const pt of b.points || []) {
         this.setStr(0, s(pt.gpus));

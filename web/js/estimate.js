@@ -29,7 +29,7 @@ function render(r) {
   const [rtitle, rwhy, rcls] = REC[r.recommendation] || [r.recommendation, '', ''];
   const anchorsN1 = r.anchors.filter((a) => a.n_trials < 2).length;
   const kv = [
-    ['label', [badge(r.label), r.proxy ? ` using ${r.proxy.arch}: ${r.proxy.reason}` : '']],
+    ['label', [badge(r.label), r.proxy ? ` using ${r.proxy.arch}/${r.proxy.precision}: ${r.proxy.reason}` : '']],
     ['95% range', `${fmtPct(r.range95[0])} to ${fmtPct(r.range95[1])}`],
     ['n', [nBadge(r.n), ` trials behind it, ${r.n_anchors} measured comparison(s)${anchorsN1 ? `, ${anchorsN1} single-trial` : ''}`]],
     ['CV', Number.isFinite(r.cv_pct) ? `${fmtNum(r.cv_pct, 3)}%` : 'not known'],

@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const COLS = [
   ['gpu', 'GPU'], ['model', 'Model'], ['params_b', 'Size (B)', true], ['precision', 'Precision'], ['delta_pct', 'ΔE%', true],
   ['n_trials', 'n', true], ['cv_pct', 'CV%', true], ['e_fp16_mj', 'fp16 mJ/token', true], ['e_quant_mj', 'quant mJ/token', true],
-  ['protocol', 'Protocol'], ['session', 'Session'], ['source', 'Source'],
+  ['protocol', 'Protocol'], ['backend', 'Software'], ['session', 'Session'], ['flags', 'Flags'], ['source', 'Source'],
 ];
 
 const state = { arch: '', prec: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
@@ -98,7 +98,7 @@ function drawTable() {
       if (c === 'delta_pct') v = fmtPct(v);
       else if (c === 'n_trials') v = r.n_trials < 2 ? `${v} (single)` : v;
       else if (num) v = fmtNum(v, 4);
-      return el('td', { class: `${num ? 'num ' : ''}${c === 'delta_pct' ? signClass(r.delta_pct) : ''}` }, v ?? '—');
+      return el('td', { class: `${num ? 'num ' : ''}${c === 'delta_pct' ? signClass(r.delta_pct) : ''}` }, v === '' || v == null ? '—' : v);
     }))));
 }
 

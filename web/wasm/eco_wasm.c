@@ -255,7 +255,7 @@ EXPORT("eco_wasm_curve_item") int eco_wasm_curve_item(int kind)
     return 0;
 }
 
-/* str: 0 arch, 1 protocol */
+/* str: 0 arch, 1 protocol, 2 backend ("" when curves.json has none) */
 EXPORT("eco_wasm_fp16_add") int eco_wasm_fp16_add(void)
 {
     if (g_set.n_fp16 >= sizeof g_set.fp16 / sizeof g_set.fp16[0]) TRY(eco_fail(ECO_EFORMAT, "curves.json: too many fp16 baselines"));
@@ -264,6 +264,7 @@ EXPORT("eco_wasm_fp16_add") int eco_wasm_fp16_add(void)
     TRY(copy_str(b->arch, sizeof b->arch, 0, "fp16 arch"));
     if (!eco_arch_is_known(b->arch)) TRY(eco_fail(ECO_EFORMAT, "curves.json: fp16 baseline of unknown arch '%s'", b->arch));
     TRY(copy_str(b->protocol, sizeof b->protocol, 1, "fp16 protocol"));
+    TRY(copy_str(b->backend, sizeof b->backend, 2, "fp16 backend"));
     g_set.n_fp16++;
     return 0;
 }
@@ -357,7 +358,10 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     int batch = isnan(bd) ? 1 : (int)bd, ctxlen = isnan(cd) ? 2048 : (int)cd;
     const char *model = model_in ? (preset ? preset->name : model_in) : NULL;
 
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch};
+    const eco_gpu_spec *card;
+    bool exact = false;
+    if (eco_gpu_find(g_str[0], &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL};
     TRYF(eco_estimate_run(&g_set, &q, &g_est));
     const eco_estimate *est = &g_est;
     const eco_curve *c = est->curve;
@@ -392,7 +396,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     end_arr();
     kstr("arch_used", est->arch_used);
     key("proxy");
-    if (est->proxy_reason) { obj(); kstr("arch", est->arch_used); kstr("reason", est->proxy_reason); end_obj(); }
+    if (est->proxy_reason) { obj(); kstr("arch", est->arch_used); kstr("precision", eco_precision_name(c->precision)); kstr("reason", est->proxy_reason); end_obj(); }
     else jnull();
     kstr("recommendation", eco_recommendation_name(est->recommendation));
     knum("crossover_b", est->crossover_b);
