@@ -57,6 +57,10 @@ eco_err eco_schema_validate(const eco_schema *s, const json_t *instance, eco_sch
 void eco_schema_errors_init(eco_schema_errors *errs);
 void eco_schema_errors_clear(eco_schema_errors *errs); /* frees the entries, keeps `max` */
 void eco_schema_errors_free(eco_schema_errors *errs);
+/* Appends a finding of a check the schema cannot express (schema_path ""; keyword static, e.g. "consistency").
+ * false when out of memory; beyond `max` it only counts `dropped`. */
+bool eco_schema_errors_add(eco_schema_errors *errs, const char *instance_path, const char *keyword, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* NULL-terminated list of the keywords that are asserted or applied (for docs and `eco validate --help`). */
 const char *const *eco_schema_supported_keywords(void);

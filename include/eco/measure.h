@@ -14,6 +14,7 @@
 
 #include "eco/engine.h"
 #include "eco/err.h"
+#include "eco/jsonschema.h"
 #include "eco/power.h"
 #include "eco/quant.h"
 #include "eco/record.h"
@@ -139,6 +140,12 @@ eco_err eco_engine_workload_set_quality_tokens(eco_engine_workload *wl, const in
 eco_engine *eco_engine_workload_engine(eco_engine_workload *wl, int config);
 eco_workload eco_engine_workload_iface(eco_engine_workload *wl);
 void eco_engine_workload_free(eco_engine_workload *wl);
+
+/* What a schema-valid energy.json's figures say of each other: one result and one comparison per precision, each
+ * comparison's results present, delta_pct = (E - E_fp16) / E_fp16 x 100 of its metric (within 0.05 points),
+ * intervals not backwards, n_pairs within the blocks and windows, the verdict the interval's sign, mJ a token
+ * <= 1e7. Each finding goes to errs (keyword "consistency"); ECO_EINVAL when there is any. */
+eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs);
 
 /* Dataset rows of a measured energy.json: one eco_record per quantized precision against the same-run fp16
  * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>", flags

@@ -189,8 +189,13 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
 eco_err eco_store_list_replications(eco_store *s, eco_replication **out, size_t *count);
 void eco_store_free_replications(eco_replication *r, size_t count);
 
-/* Our own measured energy.json documents, keyed by run id (a new document for the same run id replaces it). */
+/* Our own measured energy.json documents, keyed by run id. The same document again is a no-op (*inserted false);
+ * another document under a stored run id is ECO_EINVAL (field "run_id") and the stored one is kept: a run's
+ * measurements are never replaced silently. */
 eco_err eco_store_add_run(eco_store *s, const char *run_id, const char *doc, size_t len, bool *inserted);
+/* The source file name a stored run's rows were imported under ("" when it has none), so the same run read from
+ * a copy elsewhere updates those rows rather than adding a second set. */
+eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap);
 eco_err eco_store_get_run(eco_store *s, const char *run_id, char **doc_out);
 
 /* Row count of a store table ("records", "sessions", "quality", "batch_rows", "phase_rows", "import_links",

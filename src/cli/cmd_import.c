@@ -83,6 +83,16 @@ static int load_document(const char *path, const char *schema_arg, char **doc, s
                      errs.items[0].message);
     }
     if (*status == ECO_VALIDATION_INVALID && !message[0]) snprintf(message, cap, "%s", eco_last_error());
+    if (*status == ECO_VALIDATION_VALID) { /* what its figures say of each other (a +50% ΔE over -20% results) */
+        eco_schema_errors_clear(&errs);
+        if (eco_energy_check_consistency(*j, &errs)) {
+            *status = ECO_VALIDATION_INVALID;
+            for (size_t i = 0; i < errs.count; i++)
+                fprintf(stderr, "%s: %s: %s\n", path, errs.items[i].instance_path, errs.items[i].message);
+            snprintf(message, cap, "%s: %s", errs.count ? errs.items[0].instance_path : "/",
+                     errs.count ? errs.items[0].message : eco_last_error());
+        }
+    }
     eco_schema_errors_free(&errs);
     eco_schema_free(sc);
     return 0;
@@ -95,6 +105,12 @@ static int import_replication(eco_store *s, const char *path, const char *schema
     json_t *j;
     eco_validation status;
     if (load_document(path, schema_arg, &doc, &len, &j, &status, message, sizeof message)) return 1;
+    if (json_is_true(json_object_get(j, "example"))) {
+        fprintf(stderr, "eco import: %s: an example document (\"example\": true) is not a measurement; nothing stored\n", path);
+        json_decref(j);
+        free(doc);
+        return 1;
+    }
     json_decref(j);
     const char *base = strrchr(path, '/');
     int64_t id = 0;
@@ -125,9 +141,17 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
     const char *run_id = json_string_value(json_object_get(j, "run_id"));
     const char *base = strrchr(path, '/');
     bool inserted = false;
+    char stored_as[160] = "";
     if (status != ECO_VALIDATION_VALID) fprintf(stderr, "eco import: %s: a run must validate (%s)\n", path, message);
     else if (!run_id) fprintf(stderr, "eco import: %s: a run needs a run_id\n", path);
-    else if (eco_energy_records(j, base ? base + 1 : path, &rows, &n) || eco_store_add_run(s, run_id, doc, len, &inserted))
+    else if (json_is_true(json_object_get(j, "example")))
+        fprintf(stderr, "eco import: %s: an example document (\"example\": true) is not a measurement; nothing stored\n", path);
+    else if (eco_energy_records(j, base ? base + 1 : path, &rows, &n) || eco_store_add_run(s, run_id, doc, len, &inserted) ||
+             eco_store_run_source(s, run_id, stored_as, sizeof stored_as))
+        fprintf(stderr, "eco import: %s\n", eco_last_error());
+    /* the same run from a copy elsewhere: its rows keep the name they were first stored under, not a second set */
+    else if (stored_as[0] && strcmp(stored_as, base ? base + 1 : path) &&
+             (free(rows), rows = NULL, eco_energy_records(j, stored_as, &rows, &n)))
         fprintf(stderr, "eco import: %s\n", eco_last_error());
     else if (n == 0) fprintf(stderr, "eco import: %s: no measured comparison in the run\n", path);
     else {
@@ -227,6 +251,10 @@ int eco_cmd_import(int argc, char **argv)
     if (!path) { fprintf(stderr, "eco import: give a reference folder or an energy.json\n"); usage(stderr); return 2; }
     struct stat st;
     if (stat(path, &st) != 0) { fprintf(stderr, "eco import: %s: no such file or folder\n", path); return 1; }
+    if (run && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "eco import: --run takes one energy.json, not a folder (%s): import runs one file at a time\n", path);
+        return 2;
+    }
     eco_store *s;
     if (eco_store_open(db, &s)) {
         fprintf(stderr, "eco import: %s\n", eco_last_error());

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "eco/json.h"
 #include "eco/jsonschema.h"
+#include "eco/measure.h"
 #include "eco/paths.h"
 
 #define SCHEMA_REL "data/schema/energy.schema.json"
@@ -16,12 +17,15 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: eco validate [--schema PATH] [--json] [--quiet] FILE...\n"
-            "Validates energy.json files ('-' = stdin) against the energy.json schema (JSON Schema 2020-12).\n"
+            "usage: eco validate [--schema PATH] [--schema-only] [--json] [--quiet] FILE...\n"
+            "Validates energy.json files ('-' = stdin) against the energy.json schema (JSON Schema 2020-12), then\n"
+            "checks what their figures say of each other (keyword \"consistency\": delta_pct from the results, one\n"
+            "result per precision, intervals, pairs within blocks, verdicts, plausible mJ a token).\n"
             "  --schema PATH  schema to use; default: $ECO_SCHEMA, else <exe dir>/../" SCHEMA_REL ",\n"
             "                 <exe dir>/../share/ecocompute/schema/energy.schema.json, $ECO_SOURCE_DIR/" SCHEMA_REL "\n"
             "  --json         one JSON document on stdout: [{file, valid, errors: [{instance_path, schema_path,\n"
             "                 keyword, message}]}]\n"
+            "  --schema-only  skip the consistency checks\n"
             "  --quiet        print nothing for valid files\n"
             "Prints 'FILE: valid' or one line per error 'FILE: /json/pointer: message'.\n"
             "Exit status: 0 all valid, 1 some file invalid, 2 usage, I/O or malformed JSON.\n");
@@ -30,12 +34,13 @@ static void usage(FILE *out)
 int eco_cmd_validate(int argc, char **argv)
 {
     const char *schema_path = NULL;
-    int as_json = 0, quiet = 0, first = 1;
+    int as_json = 0, quiet = 0, consistency = 1, first = 1;
     for (; first < argc; first++) {
         const char *a = argv[first];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (!strcmp(a, "--json")) as_json = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--schema-only")) consistency = 0;
         else if (!strcmp(a, "--schema")) {
             if (++first >= argc) { fprintf(stderr, "eco validate: --schema needs a path\n"); return 2; }
             schema_path = argv[first];
@@ -78,6 +83,7 @@ int eco_cmd_validate(int argc, char **argv)
         }
         eco_schema_errors_clear(&errs);
         rc = eco_schema_validate(schema, doc, &errs);
+        if (rc == ECO_OK && consistency) rc = eco_energy_check_consistency(doc, &errs); /* what the figures say of each other */
         json_decref(doc);
         if (rc != ECO_OK && rc != ECO_EINVAL && !errs.count) {
             fprintf(stderr, "%s: %s\n", file, eco_last_error());

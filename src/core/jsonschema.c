@@ -1216,6 +1216,37 @@ void eco_schema_errors_free(eco_schema_errors *errs)
     errs->cap = 0;
 }
 
+bool eco_schema_errors_add(eco_schema_errors *errs, const char *instance_path, const char *keyword, const char *fmt, ...)
+{
+    size_t max = errs->max ? errs->max : ECO_SCHEMA_MAX_ERRORS;
+    if (errs->count >= max) { errs->dropped++; return true; }
+    if (errs->count == errs->cap) {
+        size_t ncap = errs->cap ? errs->cap * 2 : 8;
+        eco_schema_error *ni = realloc(errs->items, ncap * sizeof *ni);
+        if (!ni) return false;
+        errs->items = ni;
+        errs->cap = ncap;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    eco_schema_error *it = &errs->items[errs->count];
+    it->instance_path = strdup(instance_path);
+    it->schema_path = strdup("");
+    it->keyword = keyword;
+    it->message = strdup(msg);
+    if (!it->instance_path || !it->schema_path || !it->message) {
+        free(it->instance_path);
+        free(it->schema_path);
+        free(it->message);
+        return false;
+    }
+    errs->count++;
+    return true;
+}
+
 /* ------------------------------------------------------------------ validation */
 
 typedef struct {

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "eco/fit.h"
+#include "eco/measure.h"
 #include "eco/model.h"
 #include "eco/store.h"
 #include "service/curves_io.h"
@@ -493,6 +494,8 @@ eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t
     eco_schema_errors errs;
     eco_schema_errors_init(&errs);
     bool valid = eco_schema_validate(svc->energy_schema, j, &errs) == ECO_OK;
+    if (valid) valid = eco_energy_check_consistency(j, &errs) == ECO_OK; /* what its figures say of each other */
+    eco_clear_error();
     json_t *errors = json_array();
     for (size_t i = 0; i < errs.count; i++)
         json_array_append_new(errors, json_pack("{s:s, s:s, s:s}", "instance_path", errs.items[i].instance_path, "keyword",

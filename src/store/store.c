@@ -863,8 +863,7 @@ void eco_store_free_replications(eco_replication *r, size_t count)
 eco_err eco_store_add_run(eco_store *s, const char *run_id, const char *doc, size_t len, bool *inserted)
 {
     static const char sql[] = "INSERT INTO runs (run_id, sha256, doc, stored_at) VALUES (?,?,?,?) "
-                              "ON CONFLICT(run_id) DO UPDATE SET sha256 = excluded.sha256, doc = excluded.doc, "
-                              "stored_at = excluded.stored_at WHERE sha256 IS NOT excluded.sha256";
+                              "ON CONFLICT(run_id) DO NOTHING";
     if (inserted) *inserted = false;
     if (!run_id || !*run_id) return eco_fail_field(ECO_EINVAL, "run_id", "run id is empty");
     eco_err e = check_doc("run", doc, len);
@@ -886,6 +885,35 @@ eco_err eco_store_add_run(eco_store *s, const char *run_id, const char *doc, siz
     size_t after;
     if ((e = eco_store_count(s, "runs", &after))) return e;
     if (inserted) *inserted = after > before;
+    if (after > before) return ECO_OK;
+    /* stored before: the same document is a no-op; another one under this id would replace a measurement */
+    sqlite3_stmt *q = store_stmt(s, "SELECT sha256 FROM runs WHERE run_id = ?");
+    if (!q) return eco_last_error_code();
+    store_bind_text(q, 1, run_id, false);
+    char stored[65] = "";
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        snprintf(stored, sizeof stored, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_reset(q);
+    if (strcmp(stored, sha))
+        return eco_fail_field(ECO_EINVAL, "run_id",
+                              "run %s is already stored from another document (sha256 %.12s..., this one %.12s...): an "
+                              "edited or re-measured run needs its own run_id; the stored run is unchanged",
+                              run_id, stored, sha);
+    return ECO_OK;
+}
+
+eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap)
+{
+    if (cap) buf[0] = '\0';
+    sqlite3_stmt *st = store_stmt(s, "SELECT source FROM records WHERE origin = 'run' AND session = ? ORDER BY id LIMIT 1");
+    if (!st) return eco_last_error_code();
+    store_bind_text(st, 1, run_id, false);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) && cap) {
+        snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+        char *hash = strrchr(buf, '#'); /* rows are "<file>#<precision>" */
+        if (hash) *hash = '\0';
+    }
+    sqlite3_reset(st);
     return ECO_OK;
 }
 

@@ -54,6 +54,14 @@ H200="$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json"
 DESIGN=$(node -e 'const d=JSON.parse(require("fs").readFileSync(process.argv[1]));process.stdout.write(d.software.engine_design||"")' "$H200")
 case "$DESIGN" in graph*) ;; *) fail "h200 energy.json has no engine_design ('$DESIGN')";; esac
 "$ECO" report "$H200" | grep -qF -- "- Engine design: $DESIGN" || fail "report lacks the engine design"
+# A document whose ΔE contradicts its results is still rendered, under a banner, and exits 1.
+node -e 'const d=JSON.parse(require("fs").readFileSync(process.argv[1]));d.comparisons[0].delta_pct=50;process.stdout.write(JSON.stringify(d))' "$H200" > "$T/contra.json"
+set +e
+"$ECO" report "$T/contra.json" > "$T/contra.md" 2>/dev/null; rc=$?
+set -e
+[ $rc -eq 1 ] || fail "report of a contradicting document exited $rc"
+head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 1 problem" || fail "report banner: $(head -2 "$T/contra.md")"
+grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks the pointer"
 
 # 2b. A counter that never moves fails the self-test: the run still completes, energy null, basis "failed".
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_COUNTER_MS=100000 \

@@ -62,12 +62,22 @@ set -e
 
 # 6. replications: a valid energy.json, the same again, an invalid one, not JSON
 EX="$ECO_SOURCE_DIR/data/schema/examples"
-"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" > "$T/rep1" || fail "valid replication exited $?"
+# the example itself is not a measurement: refused as a replication and as a run, nothing stored
+set +e
+"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" > /dev/null 2> "$T/ex.err"; [ $? -eq 1 ] || fail "example replication should exit 1"
+grep -q 'example document' "$T/ex.err" || fail "example refusal: $(cat "$T/ex.err")"
+"$ECO_BIN" import --db "$T/eco.db" --run "$EX/energy.example.valid.json" > /dev/null 2>&1; [ $? -eq 1 ] || fail "example run should exit 1"
+set -e
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); json.dump(d, open(sys.argv[2], "w"))' \
+  "$EX/energy.example.valid.json" "$T/rep.energy.json"
+"$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" > "$T/rep1" || fail "valid replication exited $?"
 grep -q '^replication #1 stored: valid' "$T/rep1" || fail "valid replication: $(cat "$T/rep1")"
-"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" | grep -q '^replication #1 already stored' \
+"$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" | grep -q '^replication #1 already stored' \
   || fail "same document twice"
 set +e
-"$ECO_BIN" import --db "$T/eco.db" "$EX/energy.invalid.zero-energy.json" > "$T/rep2" 2> "$T/rep2.err"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); json.dump(d, open(sys.argv[2], "w"))' \
+  "$EX/energy.invalid.zero-energy.json" "$T/zero.energy.json"
+"$ECO_BIN" import --db "$T/eco.db" "$T/zero.energy.json" > "$T/rep2" 2> "$T/rep2.err"
 [ $? -eq 1 ] || fail "invalid replication should exit 1"
 grep -q 'mj_per_token_gross' "$T/rep2.err" || fail "invalid replication error not shown"
 printf 'not json' > "$T/x.json"
@@ -81,4 +91,25 @@ if command -v sqlite3 >/dev/null; then
   [ "$(sqlite3 "$T/eco.db" "select validation from replications where id = 2")" = invalid ] || fail "status"
   [ "$(sqlite3 "$T/eco.db" 'pragma journal_mode')" = wal ] || fail "WAL"
 fi
+
+# 7. runs: a copy under another name is the same run (no second set of rows); an edited copy under the same run_id
+# is refused and the stored run kept; figures that contradict each other are refused; --run takes a file
+H="$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json"
+"$ECO_BIN" import --db "$T/r.db" --run "$H" | grep -q '4 row(s), 4 new' || fail "first run import"
+cp "$H" "$T/copy.energy.json"
+"$ECO_BIN" import --db "$T/r.db" --run "$T/copy.energy.json" | grep -q 'already stored: 4 row(s), 0 new' || fail "a copy added rows"
+rows() { "$ECO_BIN" export --db "$T/r.db" --format json --origin run | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["count"], sorted({r["source"].split("#")[0] for r in d["records"]}))'; }
+[ "$(rows)" = "4 ['h200_qwen2.5-0.5b.energy.json']" ] || fail "rows after the copy: $(rows)"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["results"][1]["mj_per_token_gross"] *= 0.5; json.dump(d, open(sys.argv[2], "w"))' "$H" "$T/edited.json"
+set +e
+"$ECO_BIN" import --db "$T/r.db" --run "$T/edited.json" > /dev/null 2> "$T/ed.err"; [ $? -eq 1 ] || fail "an edited run should be refused"
+set -e
+grep -q 'does not follow from the results' "$T/ed.err" || fail "edited run: $(cat "$T/ed.err")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["hardware_note"] = 1; d.pop("hardware_note"); d["notes"] = d.get("notes", []) + ["re-exported"]; json.dump(d, open(sys.argv[2], "w"))' "$H" "$T/renoted.json"
+set +e
+"$ECO_BIN" import --db "$T/r.db" --run "$T/renoted.json" > /dev/null 2> "$T/rn.err"; [ $? -eq 1 ] || fail "another document under a stored run_id should be refused"
+grep -q 'already stored from another document' "$T/rn.err" || fail "run_id clash: $(cat "$T/rn.err")"
+"$ECO_BIN" import --db "$T/r.db" --run "$T" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--run with a folder should be a usage error"
+set -e
+[ "$(rows)" = "4 ['h200_qwen2.5-0.5b.energy.json']" ] || fail "rows after the refusals: $(rows)"
 echo "store_import: ok"

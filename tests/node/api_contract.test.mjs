@@ -39,13 +39,20 @@ async function startServer() {
 // A successful and a failing call (or more) for every documented operation.
 const json = (o) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(o) });
 const raw = (rel) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: readFileSync(join(SRC, rel), 'utf8') });
+// a schema-valid run whose ΔE contradicts its own results (+50% over -20%): refused like an invalid one
+const contradicting = (() => {
+  const d = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-0.5b.energy.json'), 'utf8'));
+  d.comparisons[0].delta_pct = 50;
+  return { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(d) };
+})();
 const CASES = [
-  // replications: a measured run is stored (201), the same bytes again are not duplicated (200), an example or
-  // an invalid document is refused with its schema errors (422); cases run in this order
+  // replications: a measured run is stored (201), the same bytes again are not duplicated (200), an example,
+  // an invalid document or one whose figures contradict each other is refused with its errors (422); in order
   ['post', '/v1/replications', '', raw('data/h200/h200_qwen2.5-1.5b.energy.json'), 201],
   ['post', '/v1/replications', '', raw('data/h200/h200_qwen2.5-1.5b.energy.json'), 200],
   ['post', '/v1/replications', '', raw('data/schema/examples/energy.example.valid.json'), 422],
   ['post', '/v1/replications', '', raw('data/schema/examples/energy.invalid.bad-precision.json'), 422],
+  ['post', '/v1/replications', '', contradicting, 422],
   ['post', '/v1/replications', '', { method: 'POST', body: '{"schema_version":' }, 400],
   ['get', '/v1/replications', '', {}, 200],
   ['get', '/v1/replications', '?page=2', {}, 400],

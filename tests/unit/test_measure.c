@@ -5,6 +5,7 @@
 
 #include "eco_test.h"
 #include "eco/measure.h"
+#include "eco/paths.h"
 
 typedef struct {
     double decode_s_per_token[2];
@@ -261,6 +262,86 @@ static void test_run_rows_carry_result_and_baseline_flags(void **state)
     json_decref(doc);
 }
 
+/* A committed H200 run is consistent; each single defect a schema cannot see is reported at its own pointer. */
+static void one_finding(const char *path, const char *mutation_json_pointer_note, json_t *doc, const char *want_path)
+{
+    (void)mutation_json_pointer_note;
+    eco_schema_errors errs;
+    eco_schema_errors_init(&errs);
+    assert_int_equal(eco_energy_check_consistency(doc, &errs), ECO_EINVAL);
+    for (size_t i = 0; i < errs.count; i++) print_message("%s: %s: %s\n", path, errs.items[i].instance_path, errs.items[i].message);
+    assert_int_equal(errs.count, 1);
+    assert_string_equal(errs.items[0].instance_path, want_path);
+    assert_string_equal(errs.items[0].keyword, "consistency");
+    eco_schema_errors_free(&errs);
+}
+
+static void test_energy_figures_checked_against_each_other(void **state)
+{
+    (void)state;
+    char path[4096];
+    assert_true(eco_find_data_file("data/h200/h200_qwen2.5-0.5b.energy.json", NULL, path, sizeof path));
+    json_error_t err;
+    json_t *orig = json_load_file(path, 0, &err);
+    assert_non_null(orig);
+    eco_schema_errors errs;
+    eco_schema_errors_init(&errs);
+    assert_int_equal(eco_energy_check_consistency(orig, &errs), ECO_OK);
+    assert_int_equal(errs.count, 0);
+    eco_schema_errors_free(&errs);
+    json_t *c0 = json_array_get(json_object_get(orig, "comparisons"), 0);
+    const char *p0 = json_string_value(json_object_get(c0, "precision"));
+    size_t r_int8 = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(orig, "results")); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(json_object_get(orig, "results"), i), "precision")), p0)) r_int8 = i;
+    char want[64];
+    json_t *d;
+    /* a ΔE the results do not give */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real(50.0));
+    one_finding(path, "delta", d, "/comparisons/0/delta_pct");
+    json_decref(d);
+    /* the same precision measured twice */
+    d = json_deep_copy(orig);
+    json_array_append_new(json_object_get(d, "results"), json_deep_copy(json_array_get(json_object_get(d, "results"), r_int8)));
+    snprintf(want, sizeof want, "/results/%zu/precision", json_array_size(json_object_get(d, "results")) - 1);
+    one_finding(path, "dup", d, want);
+    json_decref(d);
+    /* a backwards interval, a verdict against its interval, more pairs than blocks */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", 5.0, -5.0));
+    json_object_del(json_array_get(json_object_get(d, "comparisons"), 0), "verdict");
+    one_finding(path, "ci", d, "/comparisons/0/ci95_pct");
+    json_decref(d);
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
+    one_finding(path, "verdict", d, "/comparisons/0/verdict");
+    json_decref(d);
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "n_pairs", json_integer(99));
+    one_finding(path, "pairs", d, "/comparisons/0/n_pairs");
+    json_decref(d);
+    /* a comparison without its result */
+    d = json_deep_copy(orig);
+    json_array_remove(json_object_get(d, "results"), r_int8);
+    one_finding(path, "missing", d, "/comparisons/0/precision");
+    json_decref(d);
+    /* an implausible energy (with its ΔE made to follow, so the energy alone is reported) */
+    d = json_deep_copy(orig);
+    json_t *res = json_array_get(json_object_get(d, "results"), r_int8);
+    double base = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(d, "results")); i++) {
+        json_t *r = json_array_get(json_object_get(d, "results"), i);
+        if (!strcmp(json_string_value(json_object_get(r, "precision")), "fp16")) base = json_number_value(json_object_get(r, "mj_per_token_gross"));
+    }
+    json_object_set_new(res, "mj_per_token_gross", json_real(2e7));
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real((2e7 - base) / base * 100));
+    snprintf(want, sizeof want, "/results/%zu/mj_per_token_gross", r_int8);
+    one_finding(path, "huge", d, want);
+    json_decref(d);
+    json_decref(orig);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +351,7 @@ int main(void)
         cmocka_unit_test_teardown(test_failed_self_test_measures_without_energy, close_meter),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_run_rows_carry_result_and_baseline_flags),
+        cmocka_unit_test(test_energy_figures_checked_against_each_other),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

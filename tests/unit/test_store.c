@@ -659,11 +659,15 @@ static void test_replications_and_runs(void **state)
 
     assert_int_equal(eco_store_add_run(s, "run-1", "{\"a\":1}", 7, &inserted), ECO_OK);
     assert_true(inserted);
-    assert_int_equal(eco_store_add_run(s, "run-1", "{\"a\":2}", 7, &inserted), ECO_OK);
+    assert_int_equal(eco_store_add_run(s, "run-1", "{\"a\":1}", 7, &inserted), ECO_OK); /* the same: a no-op */
     assert_false(inserted);
+    /* another document under a stored run id is refused, and the stored one kept */
+    assert_int_equal(eco_store_add_run(s, "run-1", "{\"a\":2}", 7, &inserted), ECO_EINVAL);
+    assert_false(inserted);
+    assert_string_equal(eco_last_error_field(), "run_id");
     char *got;
     assert_int_equal(eco_store_get_run(s, "run-1", &got), ECO_OK);
-    assert_string_equal(got, "{\"a\":2}");
+    assert_string_equal(got, "{\"a\":1}");
     free(got);
     assert_int_equal(eco_store_get_run(s, "run-2", &got), ECO_ENOTFOUND);
     size_t c;

@@ -1,0 +1,157 @@
+/* What an energy.json's numbers say of each other, which its JSON Schema cannot check: a schema-valid file with a
+ * ΔE of +50% over results that give −20%, 1e308 mJ a token or two fp16 results would otherwise join the fit and
+ * move every estimate of its architecture. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eco/measure.h"
+
+/* 10 J a generated token: a 1 kW board at 0.1 token/s. Anything above is a unit or export error, not a decode. */
+#define MJ_PER_TOKEN_MAX 1e7
+/* delta_pct is (E - E_fp16) / E_fp16 x 100 of the results' own figures (eco measure writes exactly that); the
+ * slack covers a writer that rounds each figure to a few decimals. */
+#define DELTA_SLACK_PCT 0.05
+
+static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+static bool number(const json_t *o, const char *k, double *out)
+{
+    const json_t *v = json_object_get(o, k);
+    if (!json_is_number(v)) return false;
+    *out = json_number_value(v);
+    return true;
+}
+
+static const json_t *result_of(const json_t *doc, const char *precision, size_t *index)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        const char *p = str(r, "precision");
+        if (p && precision && !strcmp(p, precision)) {
+            if (index) *index = i;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+#define ADD(path, ...) ok &= eco_schema_errors_add(errs, path, "consistency", __VA_ARGS__)
+
+static bool check_results(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    size_t i;
+    json_t *r;
+    char at[96];
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        const char *p = str(r, "precision");
+        size_t first = i;
+        if (p && result_of(doc, p, &first) && first != i) {
+            snprintf(at, sizeof at, "/results/%zu/precision", i);
+            ADD(at, "%s is measured twice (also /results/%zu): one result per precision", p, first);
+        }
+        static const char *const energy[] = {"mj_per_token_gross", "e2e_mj_per_token_gross"};
+        for (size_t k = 0; k < 2; k++) {
+            double v;
+            if (number(r, energy[k], &v) && !(v <= MJ_PER_TOKEN_MAX)) {
+                snprintf(at, sizeof at, "/results/%zu/%s", i, energy[k]);
+                ADD(at, "%g mJ a token is not a decode measurement (over %g: a unit or export error)", v, MJ_PER_TOKEN_MAX);
+            }
+        }
+        const json_t *ci = json_object_get(r, "ci95_mj");
+        double lo, hi;
+        if (json_is_array(ci) && json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)) &&
+            json_is_number(json_array_get(ci, 1)) && (lo = json_number_value(json_array_get(ci, 0))) > (hi = json_number_value(json_array_get(ci, 1)))) {
+            snprintf(at, sizeof at, "/results/%zu/ci95_mj", i);
+            ADD(at, "the interval [%g, %g] runs backwards", lo, hi);
+        }
+    }
+    return ok;
+}
+
+static bool check_comparisons(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    double blocks = NAN;
+    number(json_object_get(doc, "protocol"), "blocks", &blocks);
+    size_t i;
+    json_t *c;
+    char at[96];
+    json_array_foreach(json_object_get(doc, "comparisons"), i, c) {
+        const char *p = str(c, "precision"), *base = str(c, "baseline"), *metric = str(c, "metric");
+        for (size_t j = 0; j < i && p; j++)
+            if (str(json_array_get(json_object_get(doc, "comparisons"), j), "precision") &&
+                !strcmp(str(json_array_get(json_object_get(doc, "comparisons"), j), "precision"), p)) {
+                snprintf(at, sizeof at, "/comparisons/%zu/precision", i);
+                ADD(at, "%s is compared twice (also /comparisons/%zu)", p, j);
+                break;
+            }
+        const json_t *rq = result_of(doc, p, NULL), *rb = result_of(doc, base, NULL);
+        if (p && !rq) {
+            snprintf(at, sizeof at, "/comparisons/%zu/precision", i);
+            ADD(at, "no result for %s: a comparison needs both results", p);
+        }
+        if (base && !rb) {
+            snprintf(at, sizeof at, "/comparisons/%zu/baseline", i);
+            ADD(at, "no result for the baseline %s", base);
+        }
+        double d, eq, eb, n_pairs, lo = NAN, hi = NAN;
+        bool has_delta = number(c, "delta_pct", &d);
+        if (has_delta && rq && rb && metric && number(rq, metric, &eq) && number(rb, metric, &eb) && eb != 0) {
+            double want = (eq - eb) / fabs(eb) * 100.0;
+            if (!(fabs(d - want) <= DELTA_SLACK_PCT + 1e-6 * fabs(want))) {
+                snprintf(at, sizeof at, "/comparisons/%zu/delta_pct", i);
+                ADD(at, "%+.6g%% does not follow from the results' %s (%g against %g mJ: %+.6g%%)", d, metric, eq, eb, want);
+            }
+        }
+        const json_t *ci = json_object_get(c, "ci95_pct");
+        bool has_ci = json_is_array(ci) && json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)) &&
+                      json_is_number(json_array_get(ci, 1));
+        if (has_ci) {
+            lo = json_number_value(json_array_get(ci, 0));
+            hi = json_number_value(json_array_get(ci, 1));
+            if (lo > hi) {
+                snprintf(at, sizeof at, "/comparisons/%zu/ci95_pct", i);
+                ADD(at, "the interval [%g, %g] runs backwards", lo, hi);
+            }
+        }
+        if (number(c, "n_pairs", &n_pairs)) {
+            double nq, nb;
+            if (isfinite(blocks) && n_pairs > blocks) {
+                snprintf(at, sizeof at, "/comparisons/%zu/n_pairs", i);
+                ADD(at, "%g pairs from %g blocks: a block gives one pair", n_pairs, blocks);
+            } else if (rq && rb && number(rq, "n", &nq) && number(rb, "n", &nb) && n_pairs > fmin(nq, nb)) {
+                snprintf(at, sizeof at, "/comparisons/%zu/n_pairs", i);
+                ADD(at, "%g pairs from %g and %g windows", n_pairs, nq, nb);
+            }
+        }
+        /* the verdict is the interval's sign (docs/SCHEMA.md): "saves" only when the whole CI is below zero */
+        const char *v = str(c, "verdict");
+        if (v && has_delta && has_ci && lo <= hi) {
+            bool two = !number(c, "n_pairs", &n_pairs) || n_pairs >= 2;
+            const char *want = !two ? "inconclusive" : hi < 0 ? "saves" : lo > 0 ? "costs" : "inconclusive";
+            if (strcmp(v, want) && strcmp(v, "unavailable")) {
+                snprintf(at, sizeof at, "/comparisons/%zu/verdict", i);
+                ADD(at, "\"%s\" with a 95%% interval of [%+.2f, %+.2f]%%: that is \"%s\"", v, lo, hi, want);
+            }
+        }
+    }
+    return ok;
+}
+
+eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs)
+{
+    size_t before = errs->count + errs->dropped;
+    if (!json_is_object(doc)) {
+        eco_schema_errors_add(errs, "", "consistency", "not a JSON object");
+        return eco_fail(ECO_EINVAL, "energy.json: not a JSON object");
+    }
+    bool ok = check_results(doc, errs);
+    ok &= check_comparisons(doc, errs);
+    if (!ok) return eco_fail(ECO_ENOMEM, "energy.json check: out of memory");
+    size_t found = errs->count + errs->dropped - before;
+    if (found) return eco_fail(ECO_EINVAL, "energy.json: %zu inconsistenc%s between its figures", found, found == 1 ? "y" : "ies");
+    return ECO_OK;
+}
