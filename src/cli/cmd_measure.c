@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -91,6 +92,10 @@ static int parse_precisions(const char *list, eco_measure_options *o)
         if (o->n_configs == ECO_MEASURE_MAX_CONFIGS) { fprintf(stderr, "eco measure: too many precisions\n"); return 0; }
         o->precisions[o->n_configs++] = p;
     }
+    if (o->n_configs < 2) {
+        fprintf(stderr, "eco measure: --precisions '%s' names no quantized precision to compare with fp16 (e.g. int8,nf4)\n", list);
+        return 0;
+    }
     return 1;
 }
 
@@ -143,6 +148,23 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     *quality = ids;
     *n_quality = a->quality_tokens;
     return 1;
+}
+
+/* Whether `path` can be written at the end of the run: not a folder, in a folder that exists and is writable. */
+static bool writable_file(const char *path, char *why, size_t cap)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { snprintf(why, cap, "%s is a folder, not a file to write", path); return false; }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { snprintf(why, cap, "cannot write %s: no folder %s", path, dir); return false; }
+    if (access(dir, W_OK | X_OK) != 0) { snprintf(why, cap, "cannot write %s: %s: %s", path, dir, strerror(errno)); return false; }
+    if (stat(path, &st) == 0 && access(path, W_OK) != 0) { snprintf(why, cap, "cannot write %s: %s", path, strerror(errno)); return false; }
+    return true;
 }
 
 static const char *default_backend(void)
@@ -204,11 +226,30 @@ int eco_cmd_measure(int argc, char **argv)
     if (!a.model && !a.weights_dir) { fprintf(stderr, "eco measure: give --model PRESET or --weights DIR\n"); return 2; }
     if (a.quality_tokens == 1) { fprintf(stderr, "eco measure: --quality-tokens must be 0 or >= 2\n"); return 2; }
     if (!a.backend) a.backend = default_backend();
+    if (strcmp(a.backend, "cpu") && strcmp(a.backend, "cuda")) {
+        fprintf(stderr, "eco measure: --backend must be cpu or cuda, got '%s'\n", a.backend);
+        return 2;
+    }
     if (strcmp(a.meter, "auto") && strcmp(a.meter, "nvml") && strcmp(a.meter, "none")) {
         fprintf(stderr, "eco measure: --meter must be auto, nvml or none\n");
         return 2;
     }
     bool use_nvml = !strcmp(a.meter, "nvml") || (!strcmp(a.meter, "auto") && !strcmp(a.backend, "cuda"));
+
+    /* Everything the end of the run needs, checked before it starts: a measurement can take an hour. */
+    char why[PATH_MAX + 64];
+    if (!writable_file(a.out, why, sizeof why) || !writable_file(a.report, why, sizeof why)) {
+        fprintf(stderr, "eco measure: %s\n", why);
+        return 2;
+    }
+    char schema_path[PATH_MAX];
+    if (a.schema) snprintf(schema_path, sizeof schema_path, "%s", a.schema);
+    else if (!eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", schema_path, sizeof schema_path)) {
+        fprintf(stderr, "eco measure: cannot find %s (use --schema): the result could not be validated\n", ECO_ENERGY_SCHEMA_REL);
+        return 2;
+    }
+    eco_schema *schema;
+    if (eco_schema_compile_file(schema_path, 0, &schema)) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); return 2; }
 
     /* Weights: a checkpoint directory, or synthetic weights of a preset's exact shapes. */
     eco_weights *w = NULL;
@@ -217,10 +258,16 @@ int eco_cmd_measure(int argc, char **argv)
     if (a.weights_dir) e = eco_weights_open(a.weights_dir, NULL, &w);
     else if (!preset) {
         fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`)\n", a.model);
+        eco_schema_free(schema);
         return 2;
     } else e = eco_weights_synthetic(preset, a.weights_seed, &w);
     if (!e && o.n_configs > 1) e = eco_weights_cache(w, true); /* one generation/read for all precisions */
-    if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); return 1; }
+    if (e) {
+        fprintf(stderr, "eco measure: %s\n", eco_last_error());
+        eco_weights_free(w);
+        eco_schema_free(schema);
+        return 1;
+    }
     const eco_model_config *cfg = eco_weights_config(w);
 
     /* The meter before the engines: a missing counter is a clear error unless energy is not asked for. */
@@ -232,6 +279,7 @@ int eco_cmd_measure(int argc, char **argv)
         if ((e = eco_nvml_open((unsigned)a.gpu_index, &meter))) {
             fprintf(stderr, "eco measure: %s\n", eco_last_error());
             eco_weights_free(w);
+            eco_schema_free(schema);
             return 1;
         }
         eco_nvml_card(meter, &card);
@@ -257,6 +305,9 @@ int eco_cmd_measure(int argc, char **argv)
     char quality_name[128];
     if (!make_tokens(&a, cfg, &prompt, &qtokens, &n_quality, quality_name, sizeof quality_name)) {
         fprintf(stderr, "eco measure: out of memory\n");
+        eco_nvml_close(meter);
+        eco_weights_free(w);
+        eco_schema_free(schema);
         return 1;
     }
     if (!o.quiet) fprintf(stderr, "[load] %s on %s: %d precisions\n", cfg->name[0] ? cfg->name : a.model, a.backend, o.n_configs);
@@ -294,23 +345,22 @@ int eco_cmd_measure(int argc, char **argv)
         if ((e = eco_energy_json(m, &meta, &doc))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
     }
     {
-        /* Validate what we publish against the published schema before writing it. */
-        char schema_path[PATH_MAX];
-        if (a.schema) snprintf(schema_path, sizeof schema_path, "%s", a.schema);
-        else if (!eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", schema_path, sizeof schema_path)) {
-            fprintf(stderr, "eco measure: cannot find %s (use --schema)\n", ECO_ENERGY_SCHEMA_REL);
-            goto done;
-        }
-        eco_schema *schema;
-        if (eco_schema_compile_file(schema_path, 0, &schema)) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
+        /* Validate what we publish (schema, then its figures against each other) before writing it; an invalid
+         * document is still kept beside --out, so the measurement is not lost to a bug in its writer. */
         eco_schema_errors errs;
         eco_schema_errors_init(&errs);
         eco_err ve = eco_schema_validate(schema, doc, &errs);
+        if (!ve) ve = eco_energy_check_consistency(doc, &errs);
         for (size_t i = 0; i < errs.count; i++)
             fprintf(stderr, "eco measure: energy.json invalid at %s: %s\n", errs.items[i].instance_path, errs.items[i].message);
         eco_schema_errors_free(&errs);
-        eco_schema_free(schema);
-        if (ve) goto done;
+        if (ve) {
+            char kept[PATH_MAX + 16];
+            snprintf(kept, sizeof kept, "%s.invalid", a.out);
+            if (!json_dump_file(doc, kept, JSON_INDENT(1) | JSON_REAL_PRECISION(10)))
+                fprintf(stderr, "eco measure: the measurement is kept in %s (not a valid energy.json)\n", kept);
+            goto done;
+        }
     }
     if (json_dump_file(doc, a.out, JSON_INDENT(1) | JSON_REAL_PRECISION(10))) {
         fprintf(stderr, "eco measure: cannot write %s: %s\n", a.out, strerror(errno));
@@ -328,6 +378,7 @@ int eco_cmd_measure(int argc, char **argv)
     if (!o.quiet) fprintf(stderr, "[done] wrote %s and %s\n", a.out, a.report);
     rc = 0;
 done:
+    eco_schema_free(schema);
     json_decref(doc);
     eco_measurement_free(m);
     eco_engine_workload_free(wl);

@@ -62,8 +62,13 @@ static json_t *result_json(const eco_measurement *m, int c, const eco_config_sum
         if (w[i].config == c) json_array_append_new(samples, num_or_null(w[i].decode_mj_per_token_gross));
     json_object_set_new(r, "samples_mj_per_token", samples);
     json_t *q = eco_measurement_quality_json(m, c);
-    json_object_set_new(r, "quality", q ? json_deep_copy(q) : json_null());
+    /* a non-finite metric (NaN weights or logits) is dropped by jansson; the result then says so instead of
+     * failing the schema after the whole measurement */
+    bool quality_whole = q && json_is_number(json_object_get(q, "kl_to_fp16")) && json_is_number(json_object_get(q, "top1_agreement")) &&
+                         json_is_number(json_object_get(q, "perplexity")) && json_is_string(json_object_get(q, "text_sha256"));
+    json_object_set_new(r, "quality", quality_whole ? json_deep_copy(q) : json_null());
     json_t *flags = json_array();
+    if (q && !quality_whole) add_flag(flags, "quality-non-finite");
     if (s->n < 2) add_flag(flags, "single-trial");
     if (energy && s->n >= 2 && s->cv_pct > CV_FLAG_PCT) add_flag(flags, "cv-over-3pct");
     window_flags(m, c, flags);

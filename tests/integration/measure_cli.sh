@@ -11,6 +11,19 @@ json() { EXPR="$2" node -e "const d=JSON.parse(require('fs').readFileSync(proces
 "$ECO" model save tiny --out "$T/tiny" --seed 3 >/dev/null
 common=(--weights "$T/tiny" --backend cpu --tokens 16 --blocks 3 --warmups 1 --window 0.2 --prompt-tokens 4 --quality-tokens 16 --quiet)
 
+# 0. What the end of a run needs is checked before it starts (usage errors, nothing measured): an output in a
+# missing folder or that is a folder, no quantized precision, an unknown backend.
+preflight() { set +e; "$ECO" measure "${common[@]}" "$@" > /dev/null 2> "$T/pre.err"; local rc=$?; set -e; [ $rc -eq 2 ] || fail "measure $* exited $rc"; }
+preflight --precisions fp16,int8 --out "$T/no/such/x.json"
+grep -q "no folder $T/no/such" "$T/pre.err" || fail "missing folder: $(cat "$T/pre.err")"
+preflight --precisions fp16,int8 --out "$T" --report "$T/r.md"
+grep -q 'is a folder' "$T/pre.err" || fail "folder as output: $(cat "$T/pre.err")"
+preflight --precisions fp16,int8 --out "$T/ok.json" --report "$T/no/r.md"
+preflight --precisions ""
+grep -q 'no quantized precision' "$T/pre.err" || fail "empty precisions: $(cat "$T/pre.err")"
+preflight --precisions fp16,int8 --backend gpu
+[ ! -e "$T/ok.json" ] || fail "a refused run wrote its output"
+
 # 1. No meter: every energy is null with a reason; speed and quality are still measured.
 "$ECO" measure "${common[@]}" --idle 0 --precisions fp16,int8,int8-mixed,nf4,fp8 --out "$T/cpu.json" --report "$T/cpu.md"
 "$ECO" validate "$T/cpu.json" >/dev/null || fail "cpu energy.json does not validate"
