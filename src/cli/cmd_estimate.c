@@ -80,6 +80,20 @@ int eco_cmd_estimate(int argc, char **argv)
         printf("  label                  %s (n=%lld trials, %lld anchor(s), arch used: %s)\n",
                json_string_value(json_object_get(r, "label")), (long long)json_integer_value(json_object_get(r, "n")),
                (long long)json_integer_value(json_object_get(r, "n_anchors")), json_string_value(json_object_get(r, "arch_used")));
+        json_t *cv = json_object_get(r, "cv_pct"), *sessions = json_object_get(r, "sessions");
+        if (json_is_number(cv)) printf("  CV                     %.2f%% (energy across the measurements' trials)\n", json_number_value(cv));
+        if (json_array_size(sessions)) {
+            printf("  sessions               ");
+            size_t k;
+            json_t *x;
+            json_array_foreach(sessions, k, x) {
+                if (k == 6) { printf(", ... (%zu in all; --json lists them)", json_array_size(sessions)); break; }
+                printf("%s%s", k ? ", " : "", json_string_value(x));
+            }
+            putchar('\n');
+        }
+        const char *backend = json_string_value(json_object_get(r, "backend"));
+        if (backend && *backend) printf("  software               %s\n", backend);
         printf("  recommendation         %s\n", json_string_value(json_object_get(r, "recommendation")));
         json_t *cx = json_object_get(r, "crossover_b");
         if (json_is_number(cx)) printf("  crossover              %.2fB\n", json_number_value(cx));

@@ -24,9 +24,15 @@ static void print_cand(const char *tag, json_t *c)
     char energy[64];
     if (json_is_number(e)) snprintf(energy, sizeof energy, "%.1f mJ/token", json_number_value(e));
     else snprintf(energy, sizeof energy, "%.3fx fp16", json_number_value(json_object_get(c, "energy_rel_fp16")));
-    printf("  %-12s %-10s batch %-3lld %s (%s)  %.1f GB  %.2f ms/token  %.0f tok/s%s%s\n", tag,
+    const json_t *dr = json_object_get(c, "delta_range95");
+    char delta[96] = "";
+    if (strcmp(json_string_value(json_object_get(c, "precision")), "fp16"))
+        snprintf(delta, sizeof delta, "  ΔE %+.1f%% [%+.1f, %+.1f] (%s)", json_number_value(json_object_get(c, "delta_pct")),
+                 json_number_value(json_array_get(dr, 0)), json_number_value(json_array_get(dr, 1)),
+                 json_string_value(json_object_get(b, "delta")));
+    printf("  %-12s %-10s batch %-3lld %s (%s)%s  |  modelled: %.1f GB, %.2f ms/token, %.0f tok/s%s%s\n", tag,
            json_string_value(json_object_get(c, "precision")), (long long)json_integer_value(json_object_get(c, "batch")), energy,
-           json_string_value(json_object_get(b, "energy")), json_number_value(json_object_get(c, "vram_gb")),
+           json_string_value(json_object_get(b, "energy")), delta, json_number_value(json_object_get(c, "vram_gb")),
            json_number_value(json_object_get(c, "latency_ms")), json_number_value(json_object_get(c, "throughput_tok_s")),
            json_is_string(json_object_get(c, "reason")) ? "  -- " : "",
            json_is_string(json_object_get(c, "reason")) ? json_string_value(json_object_get(c, "reason")) : "");

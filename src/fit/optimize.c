@@ -331,6 +331,27 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             r->closest_infeasible = (int)i;
         }
     }
+    if (r->best >= 0 && r->cand[r->best].delta_label == ECO_LABEL_ESTIMATED && q->objective != ECO_OBJ_LATENCY) {
+        /* A borrowed (proxy) ΔE wins only if it wins at the pessimistic end of its range: else the best candidate
+         * whose ΔE was measured or fitted on this architecture is recommended (nf4-dq borrowing nf4's curve must
+         * not displace the measured nf4 by a fraction of its own uncertainty). */
+        const eco_candidate *b = &r->cand[r->best];
+        int own = -1;
+        for (size_t i = 0; i < r->n; i++)
+            if (r->cand[i].feasible && r->cand[i].delta_label != ECO_LABEL_ESTIMATED && (own < 0 || cmp_cand(&r->cand[i], &r->cand[own]) < 0))
+                own = (int)i;
+        if (own >= 0) {
+            const eco_candidate *o = &r->cand[own];
+            double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100); /* energy at the range's top */
+            double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
+            if (!(pessimistic < o->score)) {
+                onote(r, "%s's ΔE is estimated from a proxy curve and its range reaches past %s's (%s): the %s configuration is "
+                         "recommended", eco_precision_name(b->precision), eco_precision_name(o->precision),
+                      eco_label_name(o->delta_label), eco_precision_name(o->precision));
+                r->best = own;
+            }
+        }
+    }
     if (r->best >= 0) {
         r->closest_infeasible = -1;
         /* alternatives: the best config of each other precision first (more informative than batch neighbours),

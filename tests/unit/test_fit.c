@@ -322,6 +322,25 @@ static void test_provenance_when_request_and_data_differ(void **state)
     assert_non_null(strstr(eco_last_error(), "another software stack"));
     /* and no sibling on bitsandbytes (double quant adds a kernel there): nf4 is not borrowed from nf4-dq */
     assert_null(strstr(eco_last_error(), "sibling"));
+    /* the optimizer: at 10B nf4 and nf4-dq read one curve, and nf4-dq's fewer bytes would break the tie, but its
+     * ΔE is borrowed (wide range): the fitted nf4 is recommended, and a note says why */
+    const eco_gpu_spec *h200;
+    assert_int_equal(eco_gpu_find("H200", &h200, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    eco_optimize_query oq = {.params_b = 10, .gpu = h200, .ctx = 2048, .objective = ECO_OBJ_ENERGY, .batch = 1};
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    assert_int_equal(r->cand[r->best].precision, ECO_PREC_NF4);
+    assert_int_equal(r->cand[r->best].delta_label, ECO_LABEL_INTERPOLATED);
+    bool dq_close = false;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].precision == ECO_PREC_NF4_DQ) {
+            dq_close = r->cand[i].delta_label == ECO_LABEL_ESTIMATED && r->cand[i].score <= r->cand[r->best].score;
+        }
+    assert_true(dq_close); /* without the rule it would have won */
+    said = false;
+    for (size_t i = 0; i < r->n_notes; i++) said |= strstr(r->notes[i], "nf4-dq's ΔE is estimated from a proxy curve") != NULL;
+    assert_true(said);
+    free(r);
     free(set);
 }
 
