@@ -1,6 +1,7 @@
 /* eco fit: records from the store -> curves per (arch, precision, protocol) -> curves.json, with a summary table. */
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,8 @@ int eco_cmd_fit(int argc, char **argv)
     if (!db || !out) { fprintf(stderr, "eco fit: --db and --out are required\n"); usage(stderr); return 2; }
     if (opt.pool && opt.protocol) { fprintf(stderr, "eco fit: --pool and --protocol exclude each other\n"); return 2; }
 
+    /* fitting must not create an empty database by accident */
+    if (access(db, R_OK) != 0) { fprintf(stderr, "eco fit: %s: no such database (make it with `eco import --db %s data/reference`)\n", db, db); return 1; }
     eco_store *st;
     if (eco_store_open(db, &st)) { fprintf(stderr, "eco fit: %s\n", eco_last_error()); return 1; }
     eco_record_filter f = eco_record_filter_any();

@@ -403,7 +403,7 @@ eco_err eco_mcp_handle_line(eco_mcp_server *srv, const char *line, size_t len, j
     *response = NULL;
     srv->line_no++;
     json_error_t jerr;
-    json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr); /* as eco validate does */
     if (!msg) {
         logf_(srv, "parse error: %s (column %d)", jerr.text, jerr.column);
         char buf[320];
@@ -474,6 +474,7 @@ eco_err eco_mcp_serve(eco_mcp_server *srv, FILE *in, FILE *out)
             size_t i = 0;
             while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r')) i++;
             if (i < len) rc = eco_mcp_handle_line(srv, buf, len, &response);
+            else srv->line_no++; /* a blank line is still a line of the log's numbering */
         }
         len = 0;
         too_long = false;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "eco/fit.h"
 #include "eco/measure.h"
@@ -37,7 +38,10 @@ eco_err eco_service_open(const eco_service_config *cfg, eco_service **out)
     s->set = malloc(sizeof *s->set);
     if (!s->set) { free(s); return eco_fail(ECO_ENOMEM, "service: out of memory"); }
     eco_err e = eco_curves_read_file(cfg->curves_path, s->set);
-    if (!e && cfg->db_path) {
+    if (!e && cfg->db_path && access(cfg->db_path, R_OK | W_OK) != 0) /* a mistyped path must not become an empty store */
+        e = eco_fail_field(ECO_ENOTFOUND, "db", "%s: %s (make the store with `eco import --db %s data/reference`)", cfg->db_path,
+                           strerror(errno), cfg->db_path);
+    else if (!e && cfg->db_path) {
         e = eco_store_open(cfg->db_path, &s->store);
         if (e) eco_fail_context("opening %s: ", cfg->db_path);
     }

@@ -8,6 +8,7 @@
 #include "eco/fit.h"
 #include "eco/jsonschema.h"
 #include "eco/service.h"
+#include "eco/store.h"
 #include "service/curves_io.h"
 
 static char curves_path[256], curves_path2[256];
@@ -313,6 +314,12 @@ static void test_replications(void **state)
     assert_non_null(strstr(eco_last_error(), "--db"));
     eco_service_close(nostore);
 
+    /* a store that does not exist is an error, not a new empty one (a mistyped --db) */
+    assert_int_equal(eco_service_open(&c2, &svc), ECO_ENOTFOUND);
+    assert_non_null(strstr(eco_last_error(), "eco import"));
+    eco_store *made;
+    assert_int_equal(eco_store_open(db, &made), ECO_OK);
+    eco_store_close(made);
     assert_int_equal(eco_service_open(&c2, &svc), ECO_OK);
     assert_int_equal(eco_service_submit_replication(svc, "{\"a\":", 6, &r), ECO_EINVAL);
     assert_string_equal(eco_last_error_field(), "body");
