@@ -454,6 +454,21 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, 
     *con_cls = NULL;
 }
 
+typedef struct {
+    const char *first;
+    bool differ;
+} content_lengths;
+
+static enum MHD_Result collect_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    content_lengths *c = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) return MHD_YES;
+    if (!c->first) c->first = value ? value : "";
+    else if (strcmp(c->first, value ? value : "")) c->differ = true;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
@@ -478,6 +493,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             snprintf(detail, sizeof detail, "request target is %zu bytes, the limit is %u", rq->uri_len, ECO_API_MAX_URL_BYTES);
             return send_problem(con, rq, 414, "about:blank", detail, "url", NULL);
         }
+        /* two Content-Lengths that differ frame the body two ways (request smuggling): RFC 9112 6.3 says refuse */
+        content_lengths cls_seen = {NULL, false};
+        MHD_get_connection_values(con, MHD_HEADER_KIND, collect_content_length, &cls_seen);
+        if (cls_seen.differ)
+            return send_problem(con, rq, 400, "about:blank", "the request has Content-Length headers that differ", "body", NULL);
         const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
             char *end;

@@ -26,7 +26,7 @@ const char *api_content_type(const char *path)
         {"csv", "text/csv; charset=utf-8"},     {"map", "application/json"},
         {"woff2", "font/woff2"},                {"woff", "font/woff"},
         {"webmanifest", "application/manifest+json"}, {"xml", "application/xml"},
-        {"pdf", "application/pdf"},
+        {"pdf", "application/pdf"},             {"license", "text/plain; charset=utf-8"},
     };
     const char *slash = strrchr(path, '/');
     const char *dot = strrchr(slash ? slash : path, '.');

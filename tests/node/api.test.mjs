@@ -338,6 +338,16 @@ test('the connection survives a 400 and a 413 by chunked bytes', async () => {
   assert.deepEqual(responses.map((r) => r.status), [400, 413, 200]);
 });
 
+test('Content-Length headers that differ are refused (a body framed two ways); equal ones are one length', async () => {
+  const body = '{"gpu":"A100","params_b":7}';
+  const req = (a, b) => `POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${a}\r\nContent-Length: ${b}\r\nConnection: close\r\n\r\n${body}`;
+  const differ = await rawExchange(server.port, [req(2, body.length)]);
+  assert.equal(differ.responses[0].status, 400);
+  assert.match(differ.responses[0].body, /Content-Length headers that differ/);
+  const same = await rawExchange(server.port, [req(body.length, body.length)]);
+  assert.equal(same.responses[0].status, 200);
+});
+
 test('static files: index, content types, ETag revalidation', async () => {
   let res = await fetch(`${server.base}/`);
   assert.equal(res.status, 200);
