@@ -241,6 +241,7 @@ typedef struct {
     const char *name;      /* "RTX 4090" */
     const char *arch;
     double vram_gb, mem_bw_gbps, fp16_tflops; /* datasheet: dense fp16 tensor, fp32 accumulate */
+    double board_power_w;                     /* datasheet maximum board power (the SXM part's where two exist) */
     const char *source;
 } eco_gpu_spec;
 

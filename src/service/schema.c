@@ -165,7 +165,7 @@ static json_t *candidate(void)
 {
     return obj("precision", any_precision(), "batch", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "vram_gb", num_excl(0),
                "weights_gb", num_excl(0), "kv_gb", num_min(0), "latency_ms", num_excl(0), "throughput_tok_s", num_excl(0), "bound",
-               enum_of("memory", "compute", NULL), "delta_pct", t("number"), "delta_range95", range95(false),
+               enum_of("memory", "compute", "power", NULL), "delta_pct", t("number"), "delta_range95", range95(false),
                "energy_mj_per_token", tnull("number"), "energy_rel_fp16", num_excl(0), "feasible", t("boolean"), "reason",
                tnull("string"), "basis",
                obj("delta", label(), "energy", label(), "batch", label(), "vram", enum_of("modelled", NULL), "latency",
@@ -179,7 +179,7 @@ static json_t *optimize_response(void)
                         json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "max_vram_gb", tnull("number"), "max_latency_ms",
                         tnull("number"), "objective", enum_of("energy", "latency", "balanced", NULL), "batch", tnull("integer"), NULL);
     json_t *gpu = obj("name", t("string"), "arch", arch_enum(), "vram_gb", num_excl(0), "mem_bw_gbps", num_excl(0), "fp16_tflops",
-                      num_excl(0), "matched", enum_of("card", "architecture", NULL), "source", t("string"), NULL);
+                      num_excl(0), "board_power_w", num_excl(0), "matched", enum_of("card", "architecture", NULL), "source", t("string"), NULL);
     return obj("input", input, "gpu", gpu, "vram_budget_gb", num_excl(0), "energy_absolute", t("boolean"), "recommended",
                nullable(candidate()), "alternatives", json_pack("{s:s, s:o, s:i}", "type", "array", "items", candidate(), "maxItems", 3),
                "pareto_front",
@@ -205,7 +205,7 @@ static json_t *architectures_response(void)
 static json_t *gpus_response(void)
 {
     return obj("gpus", array_of(obj("name", t("string"), "arch", arch_enum(), "vram_gb", num_excl(0), "mem_bw_gbps", num_excl(0),
-                                    "fp16_tflops", num_excl(0), "source", t("string"), NULL)),
+                                    "fp16_tflops", num_excl(0), "board_power_w", num_excl(0), "source", t("string"), NULL)),
                NULL);
 }
 

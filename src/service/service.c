@@ -326,9 +326,10 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
                                                 "ctx", q.ctx, "max_vram_gb", v[4].present ? num(v[4].d) : json_null(),
                                                 "max_latency_ms", v[5].present ? num(v[5].d) : json_null(), "objective",
                                                 eco_objective_name(obj), "batch", q.batch ? json_integer(q.batch) : json_null()));
-    json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s}", "name", gpu->name, "arch", gpu->arch, "vram_gb",
+    json_object_set_new(out, "gpu", json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s, s:s}", "name", gpu->name, "arch", gpu->arch, "vram_gb",
                                               num(gpu->vram_gb), "mem_bw_gbps", num(gpu->mem_bw_gbps), "fp16_tflops",
-                                              num(gpu->fp16_tflops), "matched", exact ? "card" : "architecture", "source", gpu->source));
+                                              num(gpu->fp16_tflops), "board_power_w", num(gpu->board_power_w), "matched",
+                                              exact ? "card" : "architecture", "source", gpu->source));
     json_object_set_new(out, "vram_budget_gb", num(r->vram_budget_gb));
     json_object_set_new(out, "energy_absolute", json_boolean(r->energy_absolute));
     json_object_set_new(out, "recommended", cand_json(r, r->best));
@@ -382,9 +383,9 @@ eco_err eco_service_gpus(eco_service *svc, json_t **result)
     json_t *a = json_array();
     for (size_t i = 0; i < eco_gpu_count(); i++) {
         const eco_gpu_spec *g = eco_gpu_at(i);
-        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", g->name, "arch", g->arch, "vram_gb",
+        json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s}", "name", g->name, "arch", g->arch, "vram_gb",
                                            num(g->vram_gb), "mem_bw_gbps", num(g->mem_bw_gbps), "fp16_tflops",
-                                           num(g->fp16_tflops), "source", g->source));
+                                           num(g->fp16_tflops), "board_power_w", num(g->board_power_w), "source", g->source));
     }
     *result = json_pack("{s:o}", "gpus", a);
     return ECO_OK;

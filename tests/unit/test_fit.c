@@ -340,6 +340,24 @@ static void test_provenance_when_request_and_data_differ(void **state)
     said = false;
     for (size_t i = 0; i < r->n_notes; i++) said |= strstr(r->notes[i], "nf4-dq's ΔE is estimated from a proxy curve") != NULL;
     assert_true(said);
+    /* no configuration draws more than the board's 700 W: at 7B fp16 (7000 mJ a token here) a token takes >= 10 ms */
+    oq.params_b = 7;
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    bool fp16_seen = false;
+    for (size_t i = 0; i < r->n; i++) {
+        const eco_candidate *c = &r->cand[i];
+        assert_true(c->energy_mj * 1e-3 * c->throughput_tok_s <= 700 * (1 + 1e-9));
+        if (c->precision == ECO_PREC_FP16) {
+            fp16_seen = true;
+            assert_near(c->latency_ms, 10.0, 1e-9);
+            assert_string_equal(c->bound, "power");
+        }
+    }
+    assert_true(fp16_seen);
+    /* on a card the baseline was not measured on, another card's energy does not bound its latency */
+    assert_int_equal(eco_gpu_find("H100 SXM", &oq.gpu, NULL), ECO_OK);
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    for (size_t i = 0; i < r->n; i++) assert_string_not_equal(r->cand[i].bound, "power");
     free(r);
     free(set);
 }

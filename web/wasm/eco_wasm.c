@@ -485,7 +485,8 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     end_obj();
     key("gpu"); obj();
     kstr("name", gpu->name); kstr("arch", gpu->arch); knum("vram_gb", gpu->vram_gb); knum("mem_bw_gbps", gpu->mem_bw_gbps);
-    knum("fp16_tflops", gpu->fp16_tflops); kstr("matched", exact ? "card" : "architecture"); kstr("source", gpu->source);
+    knum("fp16_tflops", gpu->fp16_tflops); knum("board_power_w", gpu->board_power_w); kstr("matched", exact ? "card" : "architecture");
+    kstr("source", gpu->source);
     end_obj();
     knum("vram_budget_gb", r->vram_budget_gb);
     key("energy_absolute"); jbool(r->energy_absolute);
@@ -577,7 +578,7 @@ EXPORT("eco_wasm_info") int eco_wasm_info(void)
     for (size_t i = 0; i < eco_gpu_count(); i++) {
         const eco_gpu_spec *g = eco_gpu_at(i);
         obj(); kstr("name", g->name); kstr("arch", g->arch); knum("vram_gb", g->vram_gb); knum("mem_bw_gbps", g->mem_bw_gbps);
-        knum("fp16_tflops", g->fp16_tflops); kstr("source", g->source); end_obj();
+        knum("fp16_tflops", g->fp16_tflops); knum("board_power_w", g->board_power_w); kstr("source", g->source); end_obj();
     }
     end_arr();
     key("models"); arr();
