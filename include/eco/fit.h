@@ -188,7 +188,15 @@ typedef struct {
     int batch;                /* >= 1; ΔE is a batch-1 quantity, absolute energy is amortised */
     const char *card;         /* optional: the card asked for, a name from the GPU table (NULL: an architecture);
                                * absolute energy measured on other cards of the arch is then labelled estimated */
+    int ctx;                  /* optional (0: short): context positions; with the two byte counts below, a KV cache
+                               * read much larger than the measurements' makes absolute energy estimated */
+    double kv_bytes_per_position, bytes_per_token; /* of the model at this precision (0: unknown) */
 } eco_estimate_query;
+
+/* Context the measurements were taken at (prompt + generated tokens: 288 on the H200, 512 in the reference). */
+#define ECO_MEASURED_CTX 512
+/* Share of a token's bytes the KV cache may add beyond the measured context before absolute energy is estimated. */
+#define ECO_KV_SHARE_MEASURED 0.05
 
 typedef struct {
     double value_mj, lo_mj, hi_mj;

@@ -410,6 +410,15 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
                     "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
         }
+        double kv_share = q->ctx > ECO_MEASURED_CTX && q->kv_bytes_per_position > 0 && q->bytes_per_token > 0
+                              ? q->kv_bytes_per_position * (q->ctx - ECO_MEASURED_CTX) / q->bytes_per_token
+                              : 0;
+        if (kv_share > ECO_KV_SHARE_MEASURED) {
+            e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
+            note(e, "at ctx %d the KV cache adds about %.0f%% to the bytes a token reads, beyond the short-context (<= %d "
+                    "positions) measurements: absolute energy is estimated and not scaled for it (ΔE is a short-context figure too)",
+                 q->ctx, 100 * kv_share, ECO_MEASURED_CTX);
+        }
         e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
         e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
         e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100);

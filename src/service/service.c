@@ -200,13 +200,20 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     const eco_model_config *preset;
     if ((e = resolve_size(&v[2], &v[3], &N, &preset))) return e;
     int batch = v[4].present ? (int)v[4].d : 1, ctxlen = v[5].present ? (int)v[5].d : 2048;
+    if (preset && ctxlen > preset->max_pos)
+        return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen);
     const char *model = v[3].present ? (preset ? preset->name : v[3].s) : NULL;
 
     const eco_gpu_spec *card;
     bool exact = false;
     if (eco_gpu_find(v[0].s, &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
     eco_estimate est;
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL};
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL,
+                            .ctx = v[5].present ? ctxlen : 0}; /* unasked, the measured short context */
+    if (preset) {
+        q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
+        q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
+    }
     if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
     const eco_curve *c = est.curve;
 

@@ -38,6 +38,12 @@ assert d["delta_pct"] > 50 and d["recommendation"] == "do_not_quantize"
 assert d["energy"] is None
 PY
 
+# a context the model does not take is a usage error naming ctx
+set +e
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu A100 --ctx 40000 > /dev/null 2> "$tmp/ctx.err"; rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q 'ctx: Qwen2.5-7B takes at most 32768 positions' "$tmp/ctx.err" || fail "ctx past max_pos: rc $rc, $(cat "$tmp/ctx.err")"
+
 # plain output has the label, n and range
 "$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 13 --gpu T4 >"$tmp/plain.txt"
 grep -q "extrapolated" "$tmp/plain.txt" || fail "plain output lacks the label"

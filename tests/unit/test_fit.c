@@ -295,6 +295,19 @@ static void test_provenance_when_request_and_data_differ(void **state)
     said = false;
     for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "ΔE measured on NVIDIA H200, not on the H100 SXM") != NULL;
     assert_true(said);
+    /* a long context whose KV cache reads 10% more bytes than the weights: absolute energy estimated; 4% is not */
+    q.card = "H200";
+    q.ctx = ECO_MEASURED_CTX + 1000;
+    q.bytes_per_token = 1e9;
+    q.kv_bytes_per_position = 1e5; /* 1000 more positions x 100 KB = 10% */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
+    assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
+    q.kv_bytes_per_position = 4e4;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    q.ctx = 0;
     /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (x/ 1.63 at 95%) */
     q.card = "H200";
     q.batch = 8;

@@ -361,7 +361,14 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     const eco_gpu_spec *card;
     bool exact = false;
     if (eco_gpu_find(g_str[0], &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL};
+    if (preset && ctxlen > preset->max_pos)
+        TRYF(eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen));
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL,
+                            .ctx = isnan(cd) ? 0 : ctxlen}; /* unasked, the measured short context */
+    if (preset) {
+        q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
+        q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
+    }
     TRYF(eco_estimate_run(&g_set, &q, &g_est));
     const eco_estimate *est = &g_est;
     const eco_curve *c = est->curve;
