@@ -144,6 +144,10 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   const nf4 = moved.comparisons.find((x) => x.precision === 'nf4');
   nf4.delta_pct = Number(est.delta_pct.toFixed(2));
   nf4.ci95_pct = [nf4.delta_pct - 0.5, nf4.delta_pct + 0.5];
+  // its results and verdict follow, or the consistency check refuses the document
+  const fp16 = moved.results.find((x) => x.precision === 'fp16'), nf4r = moved.results.find((x) => x.precision === 'nf4');
+  nf4r[nf4.metric] = fp16[nf4.metric] * (1 + nf4.delta_pct / 100);
+  if (nf4.verdict) nf4.verdict = nf4.ci95_pct[1] < 0 ? 'saves' : nf4.ci95_pct[0] > 0 ? 'costs' : 'inconclusive';
   await page.fill('#doc', JSON.stringify(moved));
   await page.click('#validate');
   await page.waitForSelector('#verdict-valid');
@@ -171,6 +175,15 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
     assert.equal(await page.locator('#verdict-valid').count(), 0);
     if (name === 'two-errors') await page.screenshot({ path: join(SHOTS, 'replications-invalid.png'), fullPage: true });
   }
+  // schema-valid but its ΔE contradicts its results: the consistency check, at the C validator's pointer
+  const contra = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-0.5b.energy.json'), 'utf8'));
+  contra.comparisons[0].delta_pct = 50;
+  await page.fill('#doc', JSON.stringify(contra));
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-invalid');
+  assert.deepEqual(await page.$$eval('#error-list li', (lis) => lis.map((li) => `${li.dataset.pointer} ${li.dataset.keyword}`)),
+    ['/comparisons/0/delta_pct consistency']);
+  assert.match(await page.textContent('#verdict-invalid'), /contradict each other/);
   // not JSON at all
   await page.fill('#doc', '{"schema_version": ');
   await page.click('#validate');

@@ -44,3 +44,41 @@ test('normalisation: additionalProperties points at the property, if-wrappers fo
   assert.deepEqual(errs.map((e) => `${e.pointer} ${e.keyword}`), ['/a/x~1y additionalProperties', '/c required']);
   assert.match(errs[1].message, /'z'/);
 });
+
+// The page's consistency check and `eco validate`'s find the same defects at the same pointers: a committed H200
+// run is clean, and each single defect (and two at once) is reported identically by both.
+test('consistency: the page and eco validate agree on every defect', async () => {
+  const { energyConsistency } = await import(pathToFileURL(join(SRC, 'web/js/energy-check.js')).href);
+  const { execFileSync } = await import('node:child_process');
+  const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const base = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-0.5b.energy.json'), 'utf8'));
+  const int8 = base.results.findIndex((r) => r.precision === base.comparisons[0].precision);
+  const mutate = (f) => { const d = structuredClone(base); f(d); return d; };
+  const cases = {
+    clean: mutate(() => {}),
+    delta: mutate((d) => { d.comparisons[0].delta_pct = 50; }),
+    dup: mutate((d) => { d.results.push(structuredClone(d.results[int8])); }),
+    ci: mutate((d) => { d.comparisons[1].ci95_pct = [5, -5]; delete d.comparisons[1].verdict; }),
+    verdict: mutate((d) => { d.comparisons[2].verdict = 'costs'; }),
+    pairs: mutate((d) => { d.comparisons[0].n_pairs = 99; }),
+    missing: mutate((d) => { d.results.splice(int8, 1); }),
+    huge: mutate((d) => { d.results[0].e2e_mj_per_token_gross = 3e7; }),
+    two: mutate((d) => { d.comparisons[0].delta_pct = 1; d.comparisons[3].n_pairs = 4; }),
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'eco-consistency-'));
+  try {
+    for (const [name, doc] of Object.entries(cases)) {
+      const file = join(dir, `${name}.json`);
+      writeFileSync(file, JSON.stringify(doc));
+      let out;
+      try { out = execFileSync(process.env.ECO_BIN, ['validate', '--json', file]).toString(); } catch (e) { out = e.stdout.toString(); }
+      const c = JSON.parse(out)[0].errors.map((e) => `${e.instance_path} ${e.keyword}`).sort();
+      const js = energyConsistency(doc).map((e) => `${e.pointer} ${e.keyword}`).sort();
+      assert.deepEqual(js, c, name);
+      assert.equal(js.length === 0, name === 'clean', `${name}: ${js}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -6,6 +6,7 @@
 import { getEco, fetchJson, el, fmtPct, fmtB, signClass, badge } from './common.js';
 import { curveChart, chartLegend } from './chart.js';
 import { normalizeAjvErrors } from './schema-errors.js';
+import { energyConsistency } from './energy-check.js';
 
 const $ = (id) => document.getElementById(id);
 let eco, validate, lastDoc = null, submitPath = null;
@@ -46,10 +47,12 @@ function show(doc) {
   $('legend').replaceChildren();
   $('submit').disabled = true;
   const ok = validate(doc);
-  if (!ok) {
-    const errs = normalizeAjvErrors(validate.errors);
+  // schema first, then what the figures say of each other (eco validate's "consistency" checks)
+  const errs = ok ? energyConsistency(doc) : normalizeAjvErrors(validate.errors);
+  if (errs.length) {
+    const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
     $('validation').replaceChildren(el('div', { class: 'error-box', role: 'alert', id: 'verdict-invalid' },
-      el('p', { class: 'verdict' }, `Invalid: ${errs.length} error${errs.length === 1 ? '' : 's'} against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`),
+      el('p', { class: 'verdict' }, `Invalid: ${errs.length} error${errs.length === 1 ? '' : 's'}, ${what}`),
       el('ul', { class: 'errors', id: 'error-list' }, ...errs.map((e) => el('li', { 'data-pointer': e.pointer, 'data-keyword': e.keyword },
         el('code', {}, e.pointer), ` ${e.keyword}: ${e.message}`)))));
     $('submit-status').textContent = 'Fix the errors above first.';

@@ -1,0 +1,66 @@
+// What a schema-valid energy.json's figures say of each other: the same rules, pointers and wording as the C
+// check (src/measure/energy_check.c, `eco validate`'s keyword "consistency"); tests/node/web_schema.test.mjs
+// holds the two to the same findings on the same documents.
+const MJ_PER_TOKEN_MAX = 1e7; // 10 J a generated token: a unit or export error, not a decode
+const DELTA_SLACK_PCT = 0.05; // a writer that rounds each figure to a few decimals
+
+const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+export function energyConsistency(doc) {
+  const out = [];
+  const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
+  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
+  const results = Array.isArray(doc.results) ? doc.results : [];
+  const resultIndex = (p) => results.findIndex((r) => r && r.precision === p);
+  results.forEach((r, i) => {
+    if (!r) return;
+    const first = resultIndex(r.precision);
+    if (typeof r.precision === 'string' && first !== i)
+      add(`/results/${i}/precision`, `${r.precision} is measured twice (also /results/${first}): one result per precision`);
+    for (const k of ['mj_per_token_gross', 'e2e_mj_per_token_gross']) {
+      const v = num(r[k]);
+      if (v !== undefined && !(v <= MJ_PER_TOKEN_MAX))
+        add(`/results/${i}/${k}`, `${v} mJ a token is not a decode measurement (over ${MJ_PER_TOKEN_MAX}: a unit or export error)`);
+    }
+    const ci = r.ci95_mj;
+    if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined && ci[0] > ci[1])
+      add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+  });
+  const blocks = num(doc.protocol && doc.protocol.blocks);
+  const comps = Array.isArray(doc.comparisons) ? doc.comparisons : [];
+  comps.forEach((c, i) => {
+    if (!c) return;
+    const p = c.precision;
+    const j = comps.findIndex((x) => x && typeof p === 'string' && x.precision === p);
+    if (typeof p === 'string' && j < i) add(`/comparisons/${i}/precision`, `${p} is compared twice (also /comparisons/${j})`);
+    const rq = typeof p === 'string' ? results[resultIndex(p)] : undefined;
+    const rb = typeof c.baseline === 'string' ? results[resultIndex(c.baseline)] : undefined;
+    if (typeof p === 'string' && !rq) add(`/comparisons/${i}/precision`, `no result for ${p}: a comparison needs both results`);
+    if (typeof c.baseline === 'string' && !rb) add(`/comparisons/${i}/baseline`, `no result for the baseline ${c.baseline}`);
+    const d = num(c.delta_pct);
+    if (d !== undefined && rq && rb && typeof c.metric === 'string') {
+      const eq = num(rq[c.metric]), eb = num(rb[c.metric]);
+      if (eq !== undefined && eb !== undefined && eb !== 0) {
+        const want = ((eq - eb) / Math.abs(eb)) * 100;
+        if (!(Math.abs(d - want) <= DELTA_SLACK_PCT + 1e-6 * Math.abs(want)))
+          add(`/comparisons/${i}/delta_pct`, `${d}% does not follow from the results' ${c.metric} (${eq} against ${eb} mJ: ${want.toFixed(3)}%)`);
+      }
+    }
+    const ci = c.ci95_pct;
+    const hasCi = Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined;
+    if (hasCi && ci[0] > ci[1]) add(`/comparisons/${i}/ci95_pct`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+    const pairs = num(c.n_pairs);
+    if (pairs !== undefined) {
+      const nq = num(rq && rq.n), nb = num(rb && rb.n);
+      if (blocks !== undefined && pairs > blocks) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${blocks} blocks: a block gives one pair`);
+      else if (nq !== undefined && nb !== undefined && pairs > Math.min(nq, nb)) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${nq} and ${nb} windows`);
+    }
+    if (typeof c.verdict === 'string' && d !== undefined && hasCi && ci[0] <= ci[1]) {
+      const two = pairs === undefined || pairs >= 2;
+      const want = !two ? 'inconclusive' : ci[1] < 0 ? 'saves' : ci[0] > 0 ? 'costs' : 'inconclusive';
+      if (c.verdict !== want && c.verdict !== 'unavailable')
+        add(`/comparisons/${i}/verdict`, `"${c.verdict}" with a 95% interval of [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]%: that is "${want}"`);
+    }
+  });
+  return out;
+}
