@@ -186,8 +186,8 @@ typedef struct {
     double params_b;          /* > 0 */
     const char *model;        /* optional model name: an anchor of the same name counts as measured */
     int batch;                /* >= 1; ΔE is a batch-1 quantity, absolute energy is amortised */
-    const char *card;         /* optional: the card asked for, a name from the GPU table (NULL: an architecture);
-                               * absolute energy measured on other cards of the arch is then labelled estimated */
+    const char *card;         /* optional: the card asked for, as asked (NULL: an architecture); absolute energy
+                               * not measured on that very card (a table name matched exactly) is labelled estimated */
     int ctx;                  /* optional (0: short): context positions; with the two byte counts below, a KV cache
                                * read much larger than the measurements' makes absolute energy estimated */
     double kv_bytes_per_position, bytes_per_token; /* of the model at this precision (0: unknown) */
@@ -260,6 +260,8 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact);
 /* A GPU name or an architecture as the API and the browser take it: an architecture name or alias, else a
  * known card's architecture. ECO_ENOTFOUND (listing the cards) otherwise. */
 eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch);
+/* Whether the name is an architecture's ("hopper", any case) rather than a card's. */
+bool eco_gpu_is_arch_name(const char *gpu);
 
 /* Request limits the service and the browser share for model sizes. */
 #define ECO_PARAMS_B_MAX 2000.0

@@ -63,6 +63,9 @@ eco_err eco_record_check(const eco_record *r);
 /* GPU architecture classes and card-name mapping ("NVIDIA H200" -> hopper, "RTX 4090D" -> ada, "A800" -> ampere).
  * ECO_ENOTFOUND with a message listing the classes when the card is not recognised. */
 eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out);
+/* Whether a normalised GPU name continues here with a memory size ("80gb" in "h10080gbhbm3", as nvidia-smi
+ * prints "NVIDIA H100 80GB HBM3"), not with more digits of another model number. */
+bool eco_gpu_name_memory_at(const char *s);
 bool eco_arch_is_known(const char *arch);
 size_t eco_arch_count(void);
 const char *eco_arch_at(size_t i);        /* "turing", "ampere", "ada", "hopper", "blackwell" */

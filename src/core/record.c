@@ -62,6 +62,13 @@ static void normalise(const char *in, char *out, size_t cap)
     out[j] = '\0';
 }
 
+bool eco_gpu_name_memory_at(const char *s)
+{
+    size_t d = 0;
+    while (isdigit((unsigned char)s[d])) d++;
+    return d > 0 && d <= 3 && s[d] == 'g' && s[d + 1] == 'b';
+}
+
 eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
 {
     /* Ordered: more specific patterns first ("rtxa6000" is ampere, "rtx6000ada" is ada, "rtxpro6000" blackwell). */
@@ -87,7 +94,8 @@ eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
         if (!hit) continue;
         /* "l4" must not match "l40"; "t4" must not match e.g. "rtx4..." digits run-on */
         size_t len = strlen(map[i].pattern);
-        if (isdigit((unsigned char)map[i].pattern[len - 1]) && isdigit((unsigned char)hit[len])) continue;
+        if (isdigit((unsigned char)map[i].pattern[len - 1]) && isdigit((unsigned char)hit[len]) && !eco_gpu_name_memory_at(hit + len))
+            continue;
         *arch_out = map[i].arch;
         return ECO_OK;
     }

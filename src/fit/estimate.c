@@ -49,22 +49,24 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
-    const eco_gpu_spec *want;
-    bool exact;
-    if (!card || eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) { eco_clear_error(); return; }
+    const eco_gpu_spec *want = NULL;
+    bool exact = false;
+    if (!card) return;
+    if (eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) want = NULL; /* not a card of the table: none matches */
+    eco_clear_error();
     char list[ECO_EST_NOTE_BYTES / 2] = "";
     size_t at = 0;
     for (size_t k = 0; k < hits; k++) {
         const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
         const eco_gpu_spec *g;
-        if (eco_gpu_find(a->gpu, &g, &exact) == ECO_OK && exact && g == want) { eco_clear_error(); return; }
+        if (want && eco_gpu_find(a->gpu, &g, &exact) == ECO_OK && exact && g == want) { eco_clear_error(); return; }
         if (strstr(list, a->gpu)) continue;
         int n = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", a->gpu);
         if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
     }
     eco_clear_error();
     note(e, "ΔE measured on %s, not on the %s: another card of the %s architecture (labels are per architecture)", list,
-         want->name, c->arch);
+         want ? want->name : card, c->arch);
 }
 
 /* ---- batch amortisation: the measured A800 sweep (Mistral-7B, pure INT8, 10 runs per batch), J per 1k tokens,

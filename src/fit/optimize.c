@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "eco/fit.h"
 
@@ -63,6 +64,25 @@ static void normalise(const char *in, char *out, size_t cap)
     }
 }
 
+/* Whether what follows a card's name only says its form factor or memory ("sxm5", "pcie", "141gb", "hbm3e"),
+ * not another card ("ti", "nvl", "d"). */
+static bool only_form_and_memory(const char *rest)
+{
+    while (*rest) {
+        if (!strncmp(rest, "sxm", 3)) rest += 3;
+        else if (!strncmp(rest, "pcie", 4)) rest += 4;
+        else if (!strncmp(rest, "hbm", 3)) rest += 3;
+        else if (!strncmp(rest, "gddr", 4)) rest += 4;
+        else if (isdigit((unsigned char)*rest)) {
+            while (isdigit((unsigned char)*rest)) rest++;
+            if (!strncmp(rest, "gb", 2)) rest += 2;
+            else if (*rest && strncmp(rest, "sxm", 3) && strncmp(rest, "pcie", 4) && strncmp(rest, "hbm", 3)) return false;
+        } else if (*rest == 'e' || *rest == 'x') rest++; /* hbm3e, gddr6x */
+        else return false;
+    }
+    return true;
+}
+
 eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
 {
     char n[128];
@@ -75,11 +95,16 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
     size_t best = SIZE_MAX, blen = 0;
     for (size_t i = 0; i < sizeof gpu_alias / sizeof gpu_alias[0]; i++) {
         size_t l = strlen(gpu_alias[i].alias);
-        if (l > blen && !strncmp(n, gpu_alias[i].alias, l) && (!isdigit((unsigned char)n[l]) || !isdigit((unsigned char)n[l - 1]))) {
+        if (l > blen && !strncmp(n, gpu_alias[i].alias, l) &&
+            (!isdigit((unsigned char)n[l]) || !isdigit((unsigned char)n[l - 1]) || eco_gpu_name_memory_at(n + l))) {
             best = i; blen = l;
         }
     }
-    if (best != SIZE_MAX) { *out = &gpus[gpu_alias[best].idx]; return ECO_OK; }
+    if (best != SIZE_MAX) { /* "H100 NVL" -> H100 SXM: the closest card of the table, not that card */
+        *out = &gpus[gpu_alias[best].idx];
+        if (exact) *exact = only_form_and_memory(n + blen); /* "H200 SXM 141GB" is the H200 */
+        return ECO_OK;
+    }
     const char *arch;
     if (eco_arch_from_gpu_name(name, &arch) == ECO_OK) {
         for (size_t i = 0; i < sizeof arch_ref / sizeof arch_ref[0]; i++)
@@ -96,6 +121,13 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
     return eco_fail_field(ECO_ENOTFOUND, "gpu",
                           "unknown GPU '%s'; supported cards: %s; or an architecture: turing, ampere, ada, hopper, blackwell",
                           name, list);
+}
+
+bool eco_gpu_is_arch_name(const char *gpu)
+{
+    for (size_t i = 0; gpu && i < eco_arch_count(); i++)
+        if (!strcasecmp(gpu, eco_arch_at(i))) return true;
+    return false;
 }
 
 eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch)
@@ -313,7 +345,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             if (q->max_latency_ms > 0 && c->latency_ms > q->max_latency_ms) {
                 c->feasible = false;
                 c->violation += c->latency_ms / q->max_latency_ms - 1;
-                snprintf(c->reason + len, sizeof c->reason - len, "%slatency %.1f ms > %.1f ms", len ? "; " : "",
+                snprintf(c->reason + len, sizeof c->reason - len, "%slatency %.3g ms > %.3g ms", len ? "; " : "",
                          c->latency_ms, q->max_latency_ms);
             }
         }
@@ -406,7 +438,7 @@ bool eco_optimize_rejection(const eco_optimize_result *r, eco_precision p, eco_o
         snprintf(why, cap, "feasible but ranked lower on %s (best: batch %d, score %.4g vs %.4g)", eco_objective_name(objective),
                  r->cand[best_f].batch, r->cand[best_f].score, r->cand[r->best].score);
     else if (least >= 0)
-        snprintf(why, cap, "no batch fits: at batch %d it %s", r->cand[least].batch, r->cand[least].reason);
+        snprintf(why, cap, "no batch fits: at batch %d: %s", r->cand[least].batch, r->cand[least].reason);
     else if (p != ECO_PREC_FP16)
         snprintf(why, cap, "no ΔE data for %s on %s or its proxy", eco_precision_name(p), arch);
     else

@@ -126,7 +126,8 @@ static eco_err parse_params(const json_t *params, eco_params_origin origin, cons
             const char *s = json_string_value(v);
             char *end;
             errno = 0;
-            d = strtod(s, &end);
+            /* decimal only: strtod also reads hex ("0x10" = 16) and "inf"/"nan", which no caller means */
+            d = strpbrk(s, "xXiInN") ? (end = (char *)s, 0) : strtod(s, &end);
             while (isspace((unsigned char)*end)) end++;
             if (end == s || *end || errno == ERANGE)
                 return eco_fail_field(ECO_EINVAL, name, "%s must be a number, got '%s'", name, s);
@@ -204,11 +205,9 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
         return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen);
     const char *model = v[3].present ? (preset ? preset->name : v[3].s) : NULL;
 
-    const eco_gpu_spec *card;
-    bool exact = false;
-    if (eco_gpu_find(v[0].s, &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
     eco_estimate est;
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL,
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
+                            .card = eco_gpu_is_arch_name(v[0].s) ? NULL : v[0].s,
                             .ctx = v[5].present ? ctxlen : 0}; /* unasked, the measured short context */
     if (preset) {
         q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);

@@ -209,6 +209,8 @@ test('catalogue routes answer 200 JSON', async () => {
 
 test('bad input is a 400 problem naming the field', async () => {
   await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=seven`), 400, 'params_b');
+  await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=0x10`), 400, 'params_b'); /* decimal only */
+  await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=infinity`), 400, 'params_b');
   await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&colour=red`), 400, 'colour');
   await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&params_b=8`), 400, 'params_b');
   await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=%zz`), 400, 'params_b');

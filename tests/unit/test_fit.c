@@ -416,6 +416,23 @@ static void test_unknown_gpu(void **state)
     assert_int_equal(eco_gpu_find("NVIDIA H200", &g, &exact), ECO_OK);
     assert_string_equal(g->name, "H200");
     assert_true(exact);
+    /* nvidia-smi's names and form factors are the card; another model of the family is only the closest card */
+    static const struct { const char *asked, *card; bool exact; } names[] = {
+        {"NVIDIA H100 80GB HBM3", "H100 SXM", true}, {"NVIDIA GeForce RTX 4090 24GB", "RTX 4090", true},
+        {"H200 SXM 141GB", "H200", true},            {"H100 PCIe 80GB", "H100 PCIe", true},
+        {"H100 NVL", "H100 SXM", false},             {"RTX 4090 Ti", "RTX 4090", false},
+        {"RTX 4090D", "RTX 4090D", true},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        assert_int_equal(eco_gpu_find(names[i].asked, &g, &exact), ECO_OK);
+        assert_string_equal(g->name, names[i].card);
+        assert_int_equal(exact, names[i].exact);
+    }
+    const char *arch;
+    assert_int_equal(eco_arch_from_gpu_name("NVIDIA H100 80GB HBM3", &arch), ECO_OK);
+    assert_string_equal(arch, "hopper");
+    assert_int_equal(eco_arch_from_gpu_name("RTX 40900", &arch), ECO_ENOTFOUND); /* digits of another number */
+    assert_true(eco_gpu_is_arch_name("Hopper") && !eco_gpu_is_arch_name("H200"));
     assert_int_equal(eco_gpu_find("NVIDIA A100-SXM4-80GB", &g, &exact), ECO_OK);
     assert_string_equal(g->name, "A100 80GB");
     assert_int_equal(eco_gpu_find("RTX 4090D", &g, &exact), ECO_OK);

@@ -358,12 +358,10 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     int batch = isnan(bd) ? 1 : (int)bd, ctxlen = isnan(cd) ? 2048 : (int)cd;
     const char *model = model_in ? (preset ? preset->name : model_in) : NULL;
 
-    const eco_gpu_spec *card;
-    bool exact = false;
-    if (eco_gpu_find(g_str[0], &card, &exact) != ECO_OK) eco_clear_error(); /* an architecture, not a card */
     if (preset && ctxlen > preset->max_pos)
         TRYF(eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen));
-    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch, .card = exact ? card->name : NULL,
+    eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
+                            .card = eco_gpu_is_arch_name(g_str[0]) ? NULL : g_str[0],
                             .ctx = isnan(cd) ? 0 : ctxlen}; /* unasked, the measured short context */
     if (preset) {
         q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
