@@ -71,7 +71,7 @@ int eco_cmd_estimate(int argc, char **argv)
     } else {
         json_t *in = json_object_get(r, "input"), *rng = json_object_get(r, "range95");
         json_t *model = json_object_get(in, "model");
-        printf("%s%s%.2fB on %s (%s), %s vs fp16\n", json_is_string(model) ? json_string_value(model) : "",
+        printf("%s%s%.4gB on %s (%s), %s vs fp16\n", json_is_string(model) ? json_string_value(model) : "",
                json_is_string(model) ? ", " : "", json_number_value(json_object_get(in, "params_b")),
                json_string_value(json_object_get(in, "gpu")), json_string_value(json_object_get(in, "arch")),
                json_string_value(json_object_get(in, "precision")));

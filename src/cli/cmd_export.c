@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "eco/record.h"
 #include "eco/store.h"
 
 static void usage(FILE *out)
@@ -36,6 +37,10 @@ int eco_cmd_export(int argc, char **argv)
     if (!strcmp(format, "csv")) fmt = ECO_EXPORT_CSV;
     else if (!strcmp(format, "json")) fmt = ECO_EXPORT_JSON;
     else { fprintf(stderr, "eco export: --format must be csv or json, got '%s'\n", format); return 2; }
+    if (f.arch && !eco_arch_is_known(f.arch)) {
+        fprintf(stderr, "eco export: --arch must be turing, ampere, ada, hopper or blackwell, got '%s'\n", f.arch);
+        return 2;
+    }
     if (precision) {
         eco_precision p;
         if (eco_precision_parse(precision, &p)) { fprintf(stderr, "eco export: --precision: %s\n", eco_last_error()); return 2; }
