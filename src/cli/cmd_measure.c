@@ -257,7 +257,8 @@ int eco_cmd_measure(int argc, char **argv)
     const eco_model_config *preset = a.model ? eco_preset_find(a.model) : NULL;
     if (a.weights_dir) e = eco_weights_open(a.weights_dir, NULL, &w);
     else if (!preset) {
-        fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`)\n", a.model);
+        fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`%s)\n", a.model,
+                !strcmp(a.model, "tiny") ? "; the tiny test shape is measured from files: `eco model save tiny --out DIR`, then --weights DIR" : "");
         eco_schema_free(schema);
         return 2;
     } else e = eco_weights_synthetic(preset, a.weights_seed, &w);

@@ -390,6 +390,23 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     if (q->precision == ECO_PREC_INT8_MIXED && !is_eco_stack(c->backend))
         note(e, "int8-mixed is bitsandbytes LLM.int8() (threshold 6.0); its penalty varied 2x between sessions on one card");
 
+    /* a size that does not fit the card asked for: fp16 (the baseline) or even the quantized weights */
+    const eco_gpu_spec *spec;
+    bool exact;
+    if (q->card && eco_gpu_find(q->card, &spec, &exact) == ECO_OK) {
+        double gb16 = N * 2.0, gbq = N * eco_precision_bits_per_weight(q->precision) / 8.0; /* weights alone, 1e9 bytes */
+        /* the optimizer's allowance for the CUDA context and allocator: 5% and 0.8 GB */
+#define FITS(gb) ((gb) * 1.05 + 0.8 <= spec->vram_gb)
+        if (!FITS(gbq))
+            note(e, "the %s weights (%.0f GB) do not fit the %s's %.0f GB: this answer is for a model that needs more than "
+                    "one card", eco_precision_name(q->precision), gbq, spec->name, spec->vram_gb);
+        else if (!FITS(gb16))
+            note(e, "fp16 weights (%.0f GB) do not fit the %s's %.0f GB: the fp16 baseline this ΔE is against needs more than one "
+                    "card, the %s weights (%.0f GB) fit", gb16, spec->name, spec->vram_gb, eco_precision_name(q->precision), gbq);
+#undef FITS
+    }
+    eco_clear_error();
+
     /* absolute energy: only from this arch's own fp16 baseline (another card's J/token would be a different number) */
     e->batch_factor = eco_batch_energy_factor(q->batch);
     e->batch_label = eco_batch_label(q->arch, q->precision, N, q->batch);

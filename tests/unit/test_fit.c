@@ -279,6 +279,9 @@ static void test_provenance_when_request_and_data_differ(void **state)
     bool said = false;
     for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "measured at 7B, not at the 70B") != NULL;
     assert_true(said);
+    said = false; /* and 70B fp16 (140 GB) does not fit the H200's 141 GB with its context and allocator */
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "fp16 weights (140 GB) do not fit the H200's 141 GB") != NULL;
+    assert_true(said);
     q.params_b = 7.5; /* within 15%: the model's measurement */
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_MEASURED);
