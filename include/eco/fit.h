@@ -39,7 +39,7 @@
 #define ECO_FIT_MAX_ANCHORS 64
 #define ECO_FIT_MAX_EXCLUDED 64
 #define ECO_FIT_MAX_PROTOCOLS 8
-#define ECO_FIT_MAX_SESSIONS 16
+#define ECO_FIT_MAX_SESSIONS 64
 #define ECO_FIT_BOOT 256 /* bootstrap parameter sets kept per curve */
 #define ECO_FIT_MAX_CURVES 32
 #define ECO_FIT_MAX_FP16 32 /* fp16 baseline points per arch */
@@ -177,7 +177,7 @@ const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, 
 const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch);
 
 /* ---- estimator ---- */
-#define ECO_EST_MAX_NOTES 14
+#define ECO_EST_MAX_NOTES 24
 #define ECO_EST_NOTE_BYTES 400
 
 typedef struct {
@@ -192,6 +192,12 @@ typedef struct {
                                * read much larger than the measurements' makes absolute energy estimated */
     double kv_bytes_per_position, bytes_per_token; /* of the model at this precision (0: unknown) */
 } eco_estimate_query;
+
+/* KV bytes per cached position per billion parameters, the presets' median: a model without a preset. */
+double eco_kv_bytes_per_position_per_b(void);
+/* Share of a step's bytes that a KV cache of ctx positions x batch adds beyond the measurements' short context
+ * (0 at or below ECO_MEASURED_CTX, or when a byte count is unknown). */
+double eco_kv_share_beyond_measured(int ctx, int batch, double kv_bytes_per_position, double weight_bytes);
 
 /* Context the measurements were taken at (prompt + generated tokens: 288 on the H200, 512 in the reference). */
 #define ECO_MEASURED_CTX 512
@@ -285,6 +291,8 @@ typedef struct {
     double params_b;
     const char *model;
     const eco_gpu_spec *gpu;
+    const char *card;        /* the card as asked (NULL: an architecture, or gpu's own name): energy measured on
+                              * another card is estimated there, and only this card's energy bounds its latency */
     int ctx;                 /* cached positions per sequence */
     double max_vram_gb;      /* 0 = the card's VRAM */
     double max_latency_ms;   /* per-token step time budget; 0 = none */
@@ -297,7 +305,7 @@ typedef struct {
     int batch;
     double vram_gb, weights_gb, kv_gb;
     double latency_ms, throughput_tok_s;
-    const char *bound;               /* "memory" | "compute" */
+    const char *bound;               /* "memory" | "compute" | "power" (energy per step over the board's limit) */
     double delta_pct, delta_lo_pct, delta_hi_pct; /* 0 for fp16 */
     eco_label delta_label;           /* measured for fp16 (it is the baseline) */
     double energy_rel_fp16;          /* (1 + ΔE/100) * batch factor: relative to fp16 at batch 1 */

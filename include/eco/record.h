@@ -46,7 +46,7 @@ typedef struct {
     char source[160];          /* "measured.csv:7", a run id or a replication file */
     bool synthetic_weights;    /* weights were synthetic (real shapes, random values) */
     bool single_trial;         /* n_trials < 2 */
-    char note[448];
+    char note[1280]; /* a run's note carries the engine design string, up to 1024 characters */
     char flags[160];           /* space-separated: a reference row's "fp16-back-derived", a run's "throttled
                                 * fp16:throttled" (eco_energy_record_flags); "" when none */
 } eco_record;

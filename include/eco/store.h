@@ -114,7 +114,7 @@ typedef struct {
     eco_energy_basis basis;
     char method[32];
     char source[160];
-    char note[512];
+    char note[1280]; /* a run session's note carries the engine design */
 } eco_session;
 
 eco_err eco_store_list_sessions(eco_store *s, eco_session **out, size_t *count);

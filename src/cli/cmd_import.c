@@ -25,9 +25,10 @@ static void usage(FILE *out)
             "DIR: a reference folder (data/reference) described by DIR/manifest.csv (or --manifest).\n"
             "  Prints files and rows read / inserted / updated / unchanged / linked / rejected, each rejected\n"
             "  row as file:line: reason, and duplicates linked to the row they repeat. Re-importing is a no-op.\n"
-            "FILE.json: stores the raw document as a replication after it parses as a JSON object, with its\n"
-            "  schema validation status (schema: --schema, $ECO_SCHEMA, <exe dir>/../" SCHEMA_REL
-            " or $ECO_SOURCE_DIR/" SCHEMA_REL ").\n"
+            "FILE.json: stores the raw document as a replication once it validates against the schema and its\n"
+            "  figures agree with each other (eco validate); an invalid or example document is refused and nothing\n"
+            "  is stored (schema: --schema, $ECO_SCHEMA, <exe dir>/../" SCHEMA_REL " or $ECO_SOURCE_DIR/" SCHEMA_REL ";\n"
+            "  without a schema the document is stored as not validated).\n"
             "Exit status: 0 imported (even with rejected rows), 1 nothing imported, an invalid document, or a file\n"
             "that could not be read, 2 usage.\n");
 }
@@ -112,6 +113,11 @@ static int import_replication(eco_store *s, const char *path, const char *schema
         return 1;
     }
     json_decref(j);
+    if (status == ECO_VALIDATION_INVALID) { /* as POST /v1/replications: an invalid document is refused, not kept */
+        fprintf(stderr, "eco import: %s: not a valid energy.json (%s); nothing stored\n", path, message);
+        free(doc);
+        return 1;
+    }
     const char *base = strrchr(path, '/');
     int64_t id = 0;
     bool inserted = false;
@@ -165,7 +171,7 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
         ss.tokens = rows[0].tokens;
         ss.basis = rows[0].basis;
         snprintf(ss.method, sizeof ss.method, "%s", rows[0].method);
-        snprintf(ss.source, sizeof ss.source, "%.159s", base ? base + 1 : path);
+        snprintf(ss.source, sizeof ss.source, "%.159s", stored_as[0] ? stored_as : base ? base + 1 : path);
         snprintf(ss.note, sizeof ss.note, "%s", rows[0].note);
         if (eco_store_upsert_session(s, &ss)) {
             fprintf(stderr, "eco import: %s\n", eco_last_error());

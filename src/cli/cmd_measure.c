@@ -80,13 +80,22 @@ static int parse_precisions(const char *list, eco_measure_options *o)
     snprintf(buf, sizeof buf, "%s", list);
     o->n_configs = 1;
     o->precisions[0] = ECO_PREC_FP16;
+    int fp16_seen = 0;
+    size_t len = strlen(list);
+    if (len && (list[0] == ',' || list[len - 1] == ',' || strstr(list, ",,"))) {
+        fprintf(stderr, "eco measure: --precisions '%s' has an empty name\n", list);
+        return 0;
+    }
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         eco_precision p;
         if (eco_precision_parse(tok, &p)) {
             fprintf(stderr, "eco measure: %s\n", eco_last_error());
             return 0;
         }
-        if (p == ECO_PREC_FP16) continue;
+        if (p == ECO_PREC_FP16) {
+            if (fp16_seen++) { fprintf(stderr, "eco measure: precision fp16 listed twice\n"); return 0; }
+            continue;
+        }
         for (int i = 1; i < o->n_configs; i++)
             if (o->precisions[i] == p) { fprintf(stderr, "eco measure: precision %s listed twice\n", tok); return 0; }
         if (o->n_configs == ECO_MEASURE_MAX_CONFIGS) { fprintf(stderr, "eco measure: too many precisions\n"); return 0; }
@@ -238,6 +247,10 @@ int eco_cmd_measure(int argc, char **argv)
 
     /* Everything the end of the run needs, checked before it starts: a measurement can take an hour. */
     char why[PATH_MAX + 64];
+    if (!*a.out || !*a.report || !strcmp(a.out, a.report)) {
+        fprintf(stderr, "eco measure: --out and --report must be two different files (got '%s' and '%s')\n", a.out, a.report);
+        return 2;
+    }
     if (!writable_file(a.out, why, sizeof why) || !writable_file(a.report, why, sizeof why)) {
         fprintf(stderr, "eco measure: %s\n", why);
         return 2;

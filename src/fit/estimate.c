@@ -69,6 +69,12 @@ static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, co
          want ? want->name : card, c->arch);
 }
 
+double eco_kv_share_beyond_measured(int ctx, int batch, double kv_bytes_per_position, double weight_bytes)
+{
+    if (ctx <= ECO_MEASURED_CTX || !(kv_bytes_per_position > 0) || !(weight_bytes > 0)) return 0;
+    return kv_bytes_per_position * (double)(ctx - ECO_MEASURED_CTX) * (batch > 1 ? batch : 1) / weight_bytes;
+}
+
 /* ---- batch amortisation: the measured A800 sweep (Mistral-7B, pure INT8, 10 runs per batch), J per 1k tokens,
  * from shared/reference/a800_batchsize_pure_int8_summary_20260215.csv (energy_per_1k_tokens_j mean) ---- */
 static const int sweep_batch[] = {1, 2, 4, 8, 16, 32, 64};
@@ -233,8 +239,8 @@ static int arch_stack(const eco_curve_set *set, const char *arch)
 {
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
     if (fb && fb->backend[0]) return is_eco_stack(fb->backend);
-    for (size_t i = 0; i < set->n_curves; i++)
-        if (!strcmp(set->curves[i].arch, arch)) return is_eco_stack(set->curves[i].backend);
+    for (size_t i = 0; i < set->n_curves; i++) /* a fit without stacks (--pool, no split) records none: unknown */
+        if (!strcmp(set->curves[i].arch, arch) && set->curves[i].backend[0]) return is_eco_stack(set->curves[i].backend);
     return -1;
 }
 
@@ -305,19 +311,33 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     double sig_curve = isfinite(c->resid_sd_pct) && c->resid_sd_pct > 2.0 ? c->resid_sd_pct : 2.0;
 
     /* measured: anchors at this size, or of the same model */
-    size_t hits = 0;
-    const eco_anchor *named_elsewhere = NULL;
+    size_t hits = 0, named_hits = 0;
+    const eco_anchor *named_elsewhere = NULL, *named_shifted = NULL;
+    size_t named_idx[ECO_FIT_MAX_ANCHORS];
     if (!proxy)
         for (size_t i = 0; i < c->n_anchors; i++) {
             const eco_anchor *a = &c->anchors[i];
             bool named = q->model && *q->model && !strcasecmp(q->model, a->model);
-            bool near = fabs(a->params_b - N) <= NAME_SIZE_TOL * N;
+            bool same_size = fabs(a->params_b - N) <= SIZE_TOL * a->params_b;
+            bool near = fabs(a->params_b - N) <= NAME_SIZE_TOL * a->params_b;
             if (named && !near) named_elsewhere = a;
-            if (fabs(a->params_b - N) <= SIZE_TOL * a->params_b || (named && near)) e->anchor_idx[hits++] = i;
+            if (named && near) {
+                named_idx[named_hits++] = i;
+                if (!same_size) named_shifted = a;
+            }
+            if (same_size) e->anchor_idx[hits++] = i;
         }
+    /* the model's own measurements when it has them, not other models that happen to share the size */
+    if (named_hits) {
+        memcpy(e->anchor_idx, named_idx, named_hits * sizeof named_idx[0]);
+        hits = named_hits;
+    }
     if (named_elsewhere)
         note(e, "%s was measured at %.3gB, not at the %.3gB asked: the answer is for %.3gB, not that measurement", named_elsewhere->model,
              named_elsewhere->params_b, N, N);
+    if (named_shifted)
+        note(e, "the measurements are of %s at %.4gB; %.4gB was asked (within 15%% of its size, so they stand for it)",
+             named_shifted->model, named_shifted->params_b, N);
     if (hits) {
         double sw = 0, s = 0, mn = INFINITY, mx = -INFINITY, cv = 0, var = 0;
         int ntr = 0, ncv = 0, nsd = 0, single = 0;
@@ -341,7 +361,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         if (sig < 1.0) sig = 1.0;
         e->lo_pct = mn - 1.96 * sig;
         e->hi_pct = mx + 1.96 * sig;
-        if (hits > 1) note(e, "%zu measurements at this size (%.1f to %.1f points); the value is their trial-weighted mean", hits, mn, mx);
+        if (hits > 1)
+            note(e, "%zu measurements %s (%.1f to %.1f points); the value is their trial-weighted mean", hits,
+                 named_hits ? "of this model" : "at this size", mn, mx);
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
@@ -412,12 +434,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     e->batch_label = eco_batch_label(q->arch, q->precision, N, q->batch);
     if (q->batch > 1) {
         note(e, "ΔE is a batch-1 measurement; absolute energy at batch %d uses the measured A800 Mistral-7B pure-INT8 "
-                "batch sweep (factor %.3f)%s; NF4's penalty has been seen to grow with batch",
+                "batch sweep (factor %.3f)%s%s",
              q->batch, e->batch_factor,
              e->batch_label == ECO_LABEL_MEASURED       ? ""
              : e->batch_label == ECO_LABEL_INTERPOLATED ? ", interpolated between the sweep's batches"
              : e->batch_label == ECO_LABEL_EXTRAPOLATED ? ", held at its batch-64 value beyond the sweep"
-                                                        : ", borrowed for this arch/precision/size");
+                                                        : ", borrowed for this arch/precision/size",
+             q->precision == ECO_PREC_NF4 || q->precision == ECO_PREC_NF4_DQ ? "; NF4's penalty has been seen to grow with batch" : "");
     }
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
     if (fb && eco_fp16_energy_on(fb, N, q->card, q->batch, &e->e_fp16) == ECO_OK) {
@@ -429,14 +452,15 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
                     "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
         }
-        double kv_share = q->ctx > ECO_MEASURED_CTX && q->kv_bytes_per_position > 0 && q->bytes_per_token > 0
-                              ? q->kv_bytes_per_position * (q->ctx - ECO_MEASURED_CTX) / q->bytes_per_token
-                              : 0;
+        double kv_share = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
         if (kv_share > ECO_KV_SHARE_MEASURED) {
+            /* the bytes a step reads grow by that share, so its energy may grow up to as much: the range's top does */
             e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
-            note(e, "at ctx %d the KV cache adds about %.0f%% to the bytes a token reads, beyond the short-context (<= %d "
-                    "positions) measurements: absolute energy is estimated and not scaled for it (ΔE is a short-context figure too)",
-                 q->ctx, 100 * kv_share, ECO_MEASURED_CTX);
+            e->e_fp16.hi_mj *= 1 + kv_share;
+            note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a step reads, beyond the short-context (<= %d "
+                    "positions) measurements: absolute energy is estimated, its range's top raised by that share (ΔE is a "
+                    "short-context figure too)",
+                 q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_share, ECO_MEASURED_CTX);
         }
         e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
         e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);

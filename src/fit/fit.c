@@ -548,6 +548,15 @@ void eco_curve_band95(const eco_curve *c, double params_b, double *lo, double *h
 
 /* ---- all groups ---- */
 
+/* Whether a " + "-separated list holds this exact name ("RTX 4090" is not in "RTX 4090D"). */
+static bool list_has(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)); at += len)
+        if ((at == list || (at - list >= 3 && !strncmp(at - 3, " + ", 3))) && (!at[len] || !strncmp(at + len, " + ", 3))) return true;
+    return false;
+}
+
 static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const eco_fit_options *opt, eco_fp16_baseline *fb)
 {
     memset(fb, 0, sizeof *fb);
@@ -615,7 +624,7 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
         pt->n_rows++;
         if (r->e_fp16_mj < pt->e_min_mj) pt->e_min_mj = r->e_fp16_mj;
         if (r->e_fp16_mj > pt->e_max_mj) pt->e_max_mj = r->e_fp16_mj;
-        if (!strstr(pt->gpus, r->gpu)) {
+        if (!list_has(pt->gpus, r->gpu)) {
             size_t len = strlen(pt->gpus);
             snprintf(pt->gpus + len, sizeof pt->gpus - len, "%s%s", len ? " + " : "", r->gpu);
         }

@@ -37,7 +37,7 @@ static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"a10040gb", 3},   {"a100pcie40gb", 3}, {"a100sxm440gb", 3}, {"a100", 4},   {"a10080gb", 4},  {"a100sxm480gb", 4},
     {"a800", 5},       {"a80080gb", 5},  {"a800sxm480gb", 5}, {"rtx4090", 6},   {"4090", 6},      {"rtx4090d", 7},
     {"4090d", 7},      {"l4", 8},        {"l40s", 9},       {"h100pcie", 10},  {"h100", 11},     {"h100sxm", 11},
-    {"h100sxm580gb", 11}, {"h200", 12},  {"h200sxm", 12},   {"h200nvl", 12},   {"rtx5090", 13},  {"5090", 13},
+    {"h100sxm580gb", 11}, {"h200", 12},  {"h200sxm", 12},   {"rtx5090", 13},  {"5090", 13},
 };
 static const struct { const char *arch; size_t idx; } arch_ref[] = {
     {"turing", 0}, {"ampere", 4}, {"ada", 6}, {"hopper", 11}, {"blackwell", 13},
@@ -71,14 +71,16 @@ static bool only_form_and_memory(const char *rest)
     while (*rest) {
         if (!strncmp(rest, "sxm", 3)) rest += 3;
         else if (!strncmp(rest, "pcie", 4)) rest += 4;
-        else if (!strncmp(rest, "hbm", 3)) rest += 3;
-        else if (!strncmp(rest, "gddr", 4)) rest += 4;
-        else if (isdigit((unsigned char)*rest)) {
+        else if (!strncmp(rest, "hbm", 3) || !strncmp(rest, "gddr", 4)) { /* memory type: hbm3, hbm3e, gddr6x */
+            rest += rest[0] == 'h' ? 3 : 4;
+            while (isdigit((unsigned char)*rest)) rest++;
+            if (*rest == 'e' || *rest == 'x') rest++;
+        } else if (isdigit((unsigned char)*rest)) { /* a memory size, or the digit of a form factor (sxm5) */
             while (isdigit((unsigned char)*rest)) rest++;
             if (!strncmp(rest, "gb", 2)) rest += 2;
-            else if (*rest && strncmp(rest, "sxm", 3) && strncmp(rest, "pcie", 4) && strncmp(rest, "hbm", 3)) return false;
-        } else if (*rest == 'e' || *rest == 'x') rest++; /* hbm3e, gddr6x */
-        else return false;
+            else if (*rest && strncmp(rest, "sxm", 3) && strncmp(rest, "pcie", 4) && strncmp(rest, "hbm", 3) && strncmp(rest, "gddr", 4))
+                return false;
+        } else return false;
     }
     return true;
 }
@@ -191,7 +193,7 @@ __attribute__((format(printf, 2, 3))) static void onote(eco_optimize_result *r, 
 }
 
 /* KV bytes per cached position per billion parameters: median over the presets (used without a preset). */
-static double kv_bytes_per_pos_per_b(void)
+double eco_kv_bytes_per_position_per_b(void)
 {
     double v[32];
     size_t n = 0;
@@ -277,14 +279,15 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     }
     eco_energy_value fp16e;
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
-    r->energy_absolute = fb && eco_fp16_energy_on(fb, N, q->gpu->name, 1, &fp16e) == ECO_OK;
+    const char *card = q->card ? q->card : NULL; /* NULL: the architecture's baseline, as /v1/estimate answers it */
+    r->energy_absolute = fb && eco_fp16_energy_on(fb, N, card, 1, &fp16e) == ECO_OK;
     eco_clear_error();
     /* the power bound only where the energy is this card's: another card's J a token over this one's limit is not */
-    bool power_bound = r->energy_absolute && q->gpu->board_power_w > 0 && eco_fp16_baseline_has_card(fb, N, q->gpu->name);
-    size_t power_bounded = 0;
+    bool power_bound = r->energy_absolute && q->gpu->board_power_w > 0 && eco_fp16_baseline_has_card(fb, N, card ? card : q->gpu->name);
+    size_t power_bounded = 0, over_power = 0, long_ctx = 0;
     if (!r->energy_absolute) onote(r, "no fp16 baseline on %s: energy is relative to fp16 at batch 1 only", arch);
 
-    double kv_pos = q->preset ? (double)eco_model_kv_bytes_per_position(q->preset) : kv_bytes_per_pos_per_b() * N;
+    double kv_pos = q->preset ? (double)eco_model_kv_bytes_per_position(q->preset) : eco_kv_bytes_per_position_per_b() * N;
     if (!q->preset) onote(r, "no model preset: weights from params x bits, KV cache from the presets' median KV bytes per parameter");
     onote(r, "latency is a roofline (%.0f%% of datasheet bandwidth, %.0f%% of fp16 tensor throughput, no dequantization or "
              "kernel-launch cost): HF eager bitsandbytes decode measured 4-5x slower", BW_EFFICIENCY * 100, COMPUTE_EFFICIENCY * 100);
@@ -300,7 +303,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
         if (p != ECO_PREC_FP16) {
             eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
-                                     .card = q->gpu->name};
+                                     .card = card};
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
             dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
         }
@@ -329,9 +332,17 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;
             if (r->energy_absolute && fp16e.label > c->energy_label) c->energy_label = fp16e.label;
             /* a step cannot draw more than the board allows: energy per step / power limit bounds it from below
-             * (on the H200 the roofline alone gave Qwen2.5-7B nf4 689 tok/s at 1239 mJ a token, 854 W) */
-            double t_pow = power_bound && isfinite(c->energy_mj) ? c->energy_mj * 1e-3 * b / q->gpu->board_power_w : 0;
+             * (on the H200 the roofline alone gave Qwen2.5-7B nf4 689 tok/s at 1239 mJ a token, 854 W). A borrowed
+             * (proxy) ΔE bounds it at the top of its range, so a guess cannot buy speed. */
+            double e_step = c->energy_mj * (dlabel == ECO_LABEL_ESTIMATED ? (1 + dhi / 100) / (1 + dpct / 100) : 1);
+            double t_pow = power_bound && isfinite(e_step) ? e_step * 1e-3 * b / q->gpu->board_power_w : 0;
             if (t_pow > t) t = t_pow, c->bound = "power", power_bounded++;
+            if (!power_bound && isfinite(c->energy_mj) && c->energy_mj * 1e-3 * b / t > q->gpu->board_power_w) over_power++;
+            /* a long context reads KV bytes the short-context measurements did not */
+            if (eco_kv_share_beyond_measured(q->ctx, b, kv_pos, rbytes) > ECO_KV_SHARE_MEASURED) {
+                if (c->energy_label < ECO_LABEL_ESTIMATED) c->energy_label = ECO_LABEL_ESTIMATED;
+                long_ctx++;
+            }
             c->latency_ms = t * 1e3;
             c->throughput_tok_s = b / t;
             c->feasible = true;
@@ -345,12 +356,18 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             if (q->max_latency_ms > 0 && c->latency_ms > q->max_latency_ms) {
                 c->feasible = false;
                 c->violation += c->latency_ms / q->max_latency_ms - 1;
-                snprintf(c->reason + len, sizeof c->reason - len, "%slatency %.3g ms > %.3g ms", len ? "; " : "",
+                snprintf(c->reason + len, sizeof c->reason - len, "%slatency %.4g ms > %.4g ms", len ? "; " : "",
                          c->latency_ms, q->max_latency_ms);
             }
         }
     }
     if (r->n == 0) return eco_fail(ECO_EUNSUPPORTED, "no candidate configurations for %s", arch);
+    if (over_power)
+        onote(r, "%zu of %zu configurations imply more power than the %s's %.0f W (energy carried over from the measured card, "
+                 "speed modelled here): one of the two does not hold on this card", over_power, r->n, q->gpu->name, q->gpu->board_power_w);
+    if (long_ctx)
+        onote(r, "at ctx %d the KV cache adds over %.0f%% to a step's bytes in %zu configurations, beyond the short-context "
+                 "measurements: their energy is estimated", q->ctx, 100 * ECO_KV_SHARE_MEASURED, long_ctx);
     if (power_bounded)
         onote(r, "%zu of %zu configurations are slower than the roofline: their energy per step over the %s's %.0f W board "
                  "limit (bound \"power\")", power_bounded, r->n, q->gpu->name, q->gpu->board_power_w);

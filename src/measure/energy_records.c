@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eco/measure.h"
+#include "eco/model.h"
 #include "eco/record.h"
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
@@ -59,8 +60,24 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
     const json_t *base = result_of(doc, "fp16");
     double e16 = num(base, "mj_per_token_gross");
     if (!(e16 > 0)) return eco_fail_field(ECO_EINVAL, "results", "%s: no measured fp16 baseline", source);
-    const char *arch = str(gpu, "arch");
-    if (!arch && eco_arch_from_gpu_name(str(gpu, "name"), &arch)) return eco_fail_context("%s: ", source);
+    /* the arch and the size the rows are filed under come from what the document names, not only what it states:
+     * an H200 filed as ampere would make an ampere fp8 curve, a 0.5B run filed as 70B a hopper 70B anchor */
+    const char *arch = str(gpu, "arch"), *named_arch = NULL;
+    if (eco_arch_from_gpu_name(str(gpu, "name"), &named_arch)) {
+        eco_clear_error();
+        named_arch = NULL;
+        if (!arch) return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: no arch, and '%s' names none", source, str(gpu, "name"));
+    }
+    if (arch && named_arch && strcmp(arch, named_arch))
+        return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: arch '%s' is not the %s's (%s)", source, arch, str(gpu, "name"), named_arch);
+    if (!arch) arch = named_arch;
+    const eco_model_config *preset = str(w, "preset") ? eco_preset_find(str(w, "preset")) : NULL;
+    double stated_b = num(w, "params_b");
+    if (preset) {
+        double preset_b = (double)eco_model_param_count(preset) / 1e9;
+        if (!(fabs(stated_b - preset_b) <= 0.01 * preset_b))
+            return eco_fail_field(ECO_EINVAL, "weights.params_b", "%s: params_b %g is not %s's %.4g", source, stated_b, preset->name, preset_b);
+    }
     const json_t *comps = json_object_get(doc, "comparisons");
     eco_record *rows = calloc(json_array_size(comps) + 1, sizeof *rows);
     if (!rows) return eco_fail(ECO_ENOMEM, "out of memory");

@@ -212,6 +212,9 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     if (preset) {
         q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
         q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
+    } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
+        q.kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * N;
+        q.bytes_per_token = N * 1e9 * eco_precision_bits_per_weight(prec) / 8.0;
     }
     if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
     const eco_curve *c = est.curve;
@@ -300,10 +303,13 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     double N;
     const eco_model_config *preset;
     if ((e = resolve_size(&v[1], &v[2], &N, &preset))) return e;
+    if (preset && v[3].present && (int)v[3].d > preset->max_pos)
+        return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, (int)v[3].d);
     if (v[1].present) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective obj = ECO_OBJ_ENERGY;
     if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = v[2].present ? v[2].s : NULL, .gpu = gpu,
+                            .card = eco_gpu_is_arch_name(v[0].s) ? NULL : v[0].s,
                             .ctx = v[3].present ? (int)v[3].d : 2048, .max_vram_gb = v[4].present ? v[4].d : 0,
                             .max_latency_ms = v[5].present ? v[5].d : 0, .objective = obj, .batch = v[7].present ? (int)v[7].d : 0};
     eco_optimize_result *r = malloc(sizeof *r);
@@ -428,9 +434,10 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     if (e) return e;
     if (!svc->store) return eco_fail(ECO_EUNSUPPORTED, "no measurement database is configured for this service");
     eco_record_filter f = eco_record_filter_any();
-    if (v[0].present) {
-        if (!eco_arch_is_known(v[0].s)) return eco_fail_field(ECO_ENOTFOUND, "arch", "unknown arch '%s' (turing, ampere, ada, hopper, blackwell)", v[0].s);
-        f.arch = v[0].s;
+    if (v[0].present) { /* any case, as the other filters */
+        for (size_t i = 0; i < eco_arch_count() && !f.arch; i++)
+            if (!strcasecmp(v[0].s, eco_arch_at(i))) f.arch = eco_arch_at(i);
+        if (!f.arch) return eco_fail_field(ECO_ENOTFOUND, "arch", "unknown arch '%s' (turing, ampere, ada, hopper, blackwell)", v[0].s);
     }
     eco_precision p;
     if (v[1].present) {
@@ -441,7 +448,12 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
      * whatever its case; filtered below, since the rows hold the names as recorded */
     const eco_gpu_spec *card = NULL;
     bool exact = false;
-    if (v[2].present && (eco_gpu_find(v[2].s, &card, &exact) != ECO_OK || !exact)) card = NULL;
+    if (v[2].present && eco_gpu_find(v[2].s, &card, &exact) != ECO_OK) {
+        const char *a;
+        if (eco_arch_from_gpu_name(v[2].s, &a)) return eco_last_error_code(); /* no GPU at all: 400 listing the cards */
+        card = NULL; /* a GPU of a known architecture outside the table: matched by its recorded name only */
+    }
+    if (!exact) card = NULL;
     eco_clear_error();
     if (v[3].present) f.protocol = v[3].s;
     if (v[4].present) {

@@ -907,7 +907,9 @@ eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t
     if (cap) buf[0] = '\0';
     sqlite3_stmt *st = store_stmt(s, "SELECT source FROM records WHERE origin = 'run' AND session = ? ORDER BY id LIMIT 1");
     if (!st) return eco_last_error_code();
-    store_bind_text(st, 1, run_id, false);
+    char session[sizeof((eco_record *)0)->session]; /* rows hold the run id as their session, cut to fit */
+    snprintf(session, sizeof session, "%s", run_id);
+    store_bind_text(st, 1, session, false);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) && cap) {
         snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
         char *hash = strrchr(buf, '#'); /* rows are "<file>#<precision>" */

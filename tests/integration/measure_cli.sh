@@ -73,7 +73,7 @@ set +e
 "$ECO" report "$T/contra.json" > "$T/contra.md" 2>/dev/null; rc=$?
 set -e
 [ $rc -eq 1 ] || fail "report of a contradicting document exited $rc"
-head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 1 problem" || fail "report banner: $(head -2 "$T/contra.md")"
+head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 2 problems" || fail "report banner: $(head -2 "$T/contra.md")"
 grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks the pointer"
 
 # 2b. A counter that never moves fails the self-test: the run still completes, energy null, basis "failed".
@@ -88,10 +88,12 @@ if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail 
 "$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
-"$ECO" export --db "$T/eco.db" --format csv | grep -q "nvml-energy-counter" || fail "run row not exported"
+"$ECO" export --db "$T/eco.db" --format csv > "$T/export0.csv"
+grep -q "nvml-energy-counter" "$T/export0.csv" || fail "run row not exported"
 # A GPU run's rows name the kernel design they were measured with.
 "$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json" >/dev/null || fail "H200 run import failed"
-"$ECO" export --db "$T/eco.db" --format csv | grep "Llama-3.1-8B" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
+"$ECO" export --db "$T/eco.db" --format csv > "$T/export.csv" # whole, not cut by an early grep -q under pipefail
+grep "Llama-3.1-8B" "$T/export.csv" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 

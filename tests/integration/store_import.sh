@@ -87,8 +87,8 @@ printf '[1,2]' > "$T/arr.json"
 grep -q 'must be a JSON object' "$T/arr.out" || fail "array should be refused"
 set -e
 if command -v sqlite3 >/dev/null; then
-  [ "$(sqlite3 "$T/eco.db" 'select count(*) from replications')" = 2 ] || fail "replications stored"
-  [ "$(sqlite3 "$T/eco.db" "select validation from replications where id = 2")" = invalid ] || fail "status"
+  [ "$(sqlite3 "$T/eco.db" 'select count(*) from replications')" = 1 ] || fail "only the valid replication is stored"
+  [ "$(sqlite3 "$T/eco.db" "select validation from replications where id = 1")" = valid ] || fail "status"
   [ "$(sqlite3 "$T/eco.db" 'pragma journal_mode')" = wal ] || fail "WAL"
 fi
 

@@ -204,7 +204,8 @@ test('catalogue routes answer 200 JSON', async () => {
   assert.equal(alias.count, alias.measurements.length);
   const exact = await get('model=Qwen2-7B'), lower = await get('model=qwen2-7b');
   assert.ok(exact.count > 0 && lower.count === exact.count, `${lower.count} vs ${exact.count}`);
-  assert.equal((await get('gpu=no-such-card')).count, 0);
+  await assertProblem(await fetch(`${server.base}/v1/measurements?gpu=no-such-card`), 400, 'gpu'); /* as /v1/estimate */
+  assert.equal((await get('arch=HOPPER')).count, (await get('arch=hopper')).count);
 });
 
 test('bad input is a 400 problem naming the field', async () => {

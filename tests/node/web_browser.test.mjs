@@ -146,7 +146,9 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   nf4.ci95_pct = [nf4.delta_pct - 0.5, nf4.delta_pct + 0.5];
   // its results and verdict follow, or the consistency check refuses the document
   const fp16 = moved.results.find((x) => x.precision === 'fp16'), nf4r = moved.results.find((x) => x.precision === 'nf4');
-  nf4r[nf4.metric] = fp16[nf4.metric] * (1 + nf4.delta_pct / 100);
+  const shift = fp16[nf4.metric] * (1 + nf4.delta_pct / 100) - nf4r[nf4.metric];
+  nf4r[nf4.metric] += shift;
+  if (Array.isArray(nf4r.ci95_mj)) nf4r.ci95_mj = nf4r.ci95_mj.map((v) => v + shift);
   if (nf4.verdict) nf4.verdict = nf4.ci95_pct[1] < 0 ? 'saves' : nf4.ci95_pct[0] > 0 ? 'costs' : 'inconclusive';
   await page.fill('#doc', JSON.stringify(moved));
   await page.click('#validate');
@@ -178,6 +180,8 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   // schema-valid but its ΔE contradicts its results: the consistency check, at the C validator's pointer
   const contra = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-0.5b.energy.json'), 'utf8'));
   contra.comparisons[0].delta_pct = 50;
+  contra.comparisons[0].ci95_pct = [49, 51];
+  contra.comparisons[0].verdict = 'costs';
   await page.fill('#doc', JSON.stringify(contra));
   await page.click('#validate');
   await page.waitForSelector('#verdict-invalid');

@@ -65,6 +65,14 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     missing: mutate((d) => { d.results.splice(int8, 1); }),
     huge: mutate((d) => { d.results[0].e2e_mj_per_token_gross = 3e7; }),
     two: mutate((d) => { d.comparisons[0].delta_pct = 1; d.comparisons[3].n_pairs = 4; }),
+    // a cost claimed as a saving: +10% with an interval below zero, or with no interval at all
+    claimed: mutate((d) => {
+      const c = d.comparisons[0], r = d.results[int8], f = d.results.find((x) => x.precision === 'fp16');
+      r.mj_per_token_gross = f.mj_per_token_gross * 1.1; r.ci95_mj = [r.mj_per_token_gross - 1, r.mj_per_token_gross + 1];
+      c.delta_pct = 10; c.ci95_pct = [-12, -1]; c.verdict = 'saves';
+    }),
+    one_pair: mutate((d) => { d.comparisons[0].n_pairs = 1; }), // still 'saves': one pair shows no interval
+    mean_outside: mutate((d) => { d.results[0].ci95_mj = [1, 2]; }),
   };
   const dir = mkdtempSync(join(tmpdir(), 'eco-consistency-'));
   try {

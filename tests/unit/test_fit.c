@@ -374,6 +374,21 @@ static void test_provenance_when_request_and_data_differ(void **state)
     assert_int_equal(eco_gpu_find("H100 SXM", &oq.gpu, NULL), ECO_OK);
     assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
     for (size_t i = 0; i < r->n; i++) assert_string_not_equal(r->cand[i].bound, "power");
+    /* a card asked by a name that only resembles the table's (an H200 NVL: 600 W): the H200's energy is estimated
+     * there and bounds nothing */
+    assert_int_equal(eco_gpu_find("H200", &oq.gpu, NULL), ECO_OK);
+    oq.card = "H200 NVL";
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    for (size_t i = 0; i < r->n; i++) {
+        assert_string_not_equal(r->cand[i].bound, "power");
+        assert_int_equal(r->cand[i].energy_label, ECO_LABEL_ESTIMATED);
+    }
+    /* and a long context the measurements did not read makes energy estimated on the measured card too */
+    oq.card = "H200";
+    oq.preset = eco_preset_find("Qwen2.5-7B");
+    oq.ctx = 32768;
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    for (size_t i = 0; i < r->n; i++) assert_int_equal(r->cand[i].energy_label, ECO_LABEL_ESTIMATED);
     free(r);
     free(set);
 }
@@ -424,7 +439,8 @@ static void test_unknown_gpu(void **state)
         {"NVIDIA H100 80GB HBM3", "H100 SXM", true}, {"NVIDIA GeForce RTX 4090 24GB", "RTX 4090", true},
         {"H200 SXM 141GB", "H200", true},            {"H100 PCIe 80GB", "H100 PCIe", true},
         {"H100 NVL", "H100 SXM", false},             {"RTX 4090 Ti", "RTX 4090", false},
-        {"RTX 4090D", "RTX 4090D", true},
+        {"RTX 4090D", "RTX 4090D", true},            {"H200 NVL", "H200", false},
+        {"H200 141GB HBM3e", "H200", true},          {"H200 X", "H200", false},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         assert_int_equal(eco_gpu_find(names[i].asked, &g, &exact), ECO_OK);

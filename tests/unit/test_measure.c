@@ -299,7 +299,18 @@ static void test_energy_figures_checked_against_each_other(void **state)
     /* a ΔE the results do not give */
     d = json_deep_copy(orig);
     json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real(50.0));
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", 49.0, 51.0));
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
     one_finding(path, "delta", d, "/comparisons/0/delta_pct");
+    json_decref(d);
+    /* an interval that does not contain its own point, a verdict without an interval of two pairs */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", -30.0, -25.0));
+    one_finding(path, "outside", d, "/comparisons/0/ci95_pct");
+    json_decref(d);
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "n_pairs", json_integer(1));
+    one_finding(path, "one pair", d, "/comparisons/0/verdict");
     json_decref(d);
     /* the same precision measured twice */
     d = json_deep_copy(orig);
@@ -335,7 +346,11 @@ static void test_energy_figures_checked_against_each_other(void **state)
         if (!strcmp(json_string_value(json_object_get(r, "precision")), "fp16")) base = json_number_value(json_object_get(r, "mj_per_token_gross"));
     }
     json_object_set_new(res, "mj_per_token_gross", json_real(2e7));
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real((2e7 - base) / base * 100));
+    json_object_set_new(res, "ci95_mj", json_pack("[f, f]", 2e7 - 1, 2e7 + 1));
+    double huge = (2e7 - base) / base * 100;
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real(huge));
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", huge - 1, huge + 1));
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
     snprintf(want, sizeof want, "/results/%zu/mj_per_token_gross", r_int8);
     one_finding(path, "huge", d, want);
     json_decref(d);

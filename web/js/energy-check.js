@@ -1,8 +1,9 @@
 // What a schema-valid energy.json's figures say of each other: the same rules, pointers and wording as the C
 // check (src/measure/energy_check.c, `eco validate`'s keyword "consistency"); tests/node/web_schema.test.mjs
 // holds the two to the same findings on the same documents.
-const MJ_PER_TOKEN_MAX = 1e7; // 10 J a generated token: a unit or export error, not a decode
+const MJ_PER_TOKEN_MAX = 1e6; // 1 kJ a generated token: a unit or export error, not a decode
 const DELTA_SLACK_PCT = 0.05; // a writer that rounds each figure to a few decimals
+const INTERVAL_SLACK = 1e-6; // an interval contains its own point estimate, up to rounding (relative)
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -23,8 +24,12 @@ export function energyConsistency(doc) {
         add(`/results/${i}/${k}`, `${v} mJ a token is not a decode measurement (over ${MJ_PER_TOKEN_MAX}: a unit or export error)`);
     }
     const ci = r.ci95_mj;
-    if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined && ci[0] > ci[1])
-      add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+    if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined) {
+      const mean = num(r.mj_per_token_gross);
+      if (ci[0] > ci[1]) add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+      else if (mean !== undefined && !(mean >= ci[0] - INTERVAL_SLACK * Math.abs(ci[0]) && mean <= ci[1] + INTERVAL_SLACK * Math.abs(ci[1])))
+        add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] does not contain the mean ${mean} mJ`);
+    }
   });
   const blocks = num(doc.protocol && doc.protocol.blocks);
   const comps = Array.isArray(doc.comparisons) ? doc.comparisons : [];
@@ -41,7 +46,7 @@ export function energyConsistency(doc) {
     if (d !== undefined && rq && rb && typeof c.metric === 'string') {
       const eq = num(rq[c.metric]), eb = num(rb[c.metric]);
       if (eq !== undefined && eb !== undefined && eb !== 0) {
-        const want = ((eq - eb) / Math.abs(eb)) * 100;
+        const want = ((eq - eb) / eb) * 100; // docs/SCHEMA.md: (E - E_fp16) / E_fp16 x 100
         if (!(Math.abs(d - want) <= DELTA_SLACK_PCT + 1e-6 * Math.abs(want)))
           add(`/comparisons/${i}/delta_pct`, `${d}% does not follow from the results' ${c.metric} (${eq} against ${eb} mJ: ${want.toFixed(3)}%)`);
       }
@@ -49,17 +54,22 @@ export function energyConsistency(doc) {
     const ci = c.ci95_pct;
     const hasCi = Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined;
     if (hasCi && ci[0] > ci[1]) add(`/comparisons/${i}/ci95_pct`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+    else if (hasCi && d !== undefined && !(d >= ci[0] - DELTA_SLACK_PCT && d <= ci[1] + DELTA_SLACK_PCT))
+      add(`/comparisons/${i}/ci95_pct`, `the interval [${ci[0]}, ${ci[1]}]% does not contain delta_pct ${d}%`);
     const pairs = num(c.n_pairs);
     if (pairs !== undefined) {
       const nq = num(rq && rq.n), nb = num(rb && rb.n);
       if (blocks !== undefined && pairs > blocks) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${blocks} blocks: a block gives one pair`);
       else if (nq !== undefined && nb !== undefined && pairs > Math.min(nq, nb)) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${nq} and ${nb} windows`);
     }
-    if (typeof c.verdict === 'string' && d !== undefined && hasCi && ci[0] <= ci[1]) {
+    // the verdict is the interval's sign; without an interval over two or more pairs, only "inconclusive"
+    if (typeof c.verdict === 'string' && c.verdict !== 'unavailable') {
       const two = pairs === undefined || pairs >= 2;
-      const want = !two ? 'inconclusive' : ci[1] < 0 ? 'saves' : ci[0] > 0 ? 'costs' : 'inconclusive';
-      if (c.verdict !== want && c.verdict !== 'unavailable')
-        add(`/comparisons/${i}/verdict`, `"${c.verdict}" with a 95% interval of [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]%: that is "${want}"`);
+      const want = !(hasCi && ci[0] <= ci[1] && two) ? 'inconclusive' : ci[1] < 0 ? 'saves' : ci[0] > 0 ? 'costs' : 'inconclusive';
+      if (c.verdict !== want && (!hasCi || ci[0] <= ci[1]))
+        add(`/comparisons/${i}/verdict`, hasCi && two
+          ? `"${c.verdict}" with a 95% interval of [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]%: that is "${want}"`
+          : `"${c.verdict}" without a 95% interval over two or more pairs: that is "inconclusive"`);
     }
   });
   return out;

@@ -366,6 +366,9 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     if (preset) {
         q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
         q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
+    } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
+        q.kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * N;
+        q.bytes_per_token = N * 1e9 * eco_precision_bits_per_weight(prec) / 8.0;
     }
     TRYF(eco_estimate_run(&g_set, &q, &g_est));
     const eco_estimate *est = &g_est;
@@ -471,10 +474,13 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     const eco_model_config *preset;
     const char *model_in = present(1) ? g_str[1] : NULL;
     TRYF(eco_resolve_model_size(model_in, !isnan(pb), pb, &N, &preset));
+    if (preset && !isnan(cd) && (int)cd > preset->max_pos)
+        TRYF(eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, (int)cd));
     if (!isnan(pb)) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective objective = ECO_OBJ_ENERGY;
     if (present(2)) TRYF(eco_objective_parse(g_str[2], &objective));
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = model_in, .gpu = gpu,
+                            .card = eco_gpu_is_arch_name(g_str[0]) ? NULL : g_str[0],
                             .ctx = isnan(cd) ? 2048 : (int)cd, .max_vram_gb = isnan(vr) ? 0 : vr,
                             .max_latency_ms = isnan(lat) ? 0 : lat, .objective = objective, .batch = isnan(bt) ? 0 : (int)bt};
     TRYF(eco_optimize_run(&g_set, &q, &g_opt));
