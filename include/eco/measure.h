@@ -141,10 +141,10 @@ eco_engine *eco_engine_workload_engine(eco_engine_workload *wl, int config);
 eco_workload eco_engine_workload_iface(eco_engine_workload *wl);
 void eco_engine_workload_free(eco_engine_workload *wl);
 
-/* What a schema-valid energy.json's figures say of each other: one result and one comparison per precision, each
- * comparison's results present, delta_pct = (E - E_fp16) / E_fp16 x 100 of its metric (within 0.05 points),
- * intervals not backwards, n_pairs within the blocks and windows, the verdict the interval's sign, mJ a token
- * <= 1e7. Each finding goes to errs (keyword "consistency"); ECO_EINVAL when there is any. */
+/* What a schema-valid energy.json's figures say of each other (the rules: docs/SCHEMA.md, "Consistency"): one
+ * result and comparison per precision, delta_pct from the results, intervals that contain their points, verdicts
+ * that follow the interval, pairs within blocks and windows, samples that average to the result, plausible mJ a
+ * token and power. Each finding goes to errs (keyword "consistency"); ECO_EINVAL when there is any. */
 eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs);
 
 /* Dataset rows of a measured energy.json: one eco_record per quantized precision against the same-run fp16

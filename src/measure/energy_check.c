@@ -15,6 +15,12 @@
 #define DELTA_SLACK_PCT 0.05
 /* an interval must contain its own point estimate, up to rounding (relative) */
 #define INTERVAL_SLACK 1e-6
+/* 10 uJ a token: no GPU decodes a token for less; below it is a unit error */
+#define MJ_PER_TOKEN_MIN 1e-2
+/* the per-window samples average to the gross figure (a writer may round each: 0.5% and 0.01 mJ) */
+#define SAMPLES_SLACK 0.005
+/* mean power against energy x speed: the same windows, so within half of it either way */
+#define POWER_FACTOR 1.5
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
@@ -58,9 +64,35 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         static const char *const energy[] = {"mj_per_token_gross", "e2e_mj_per_token_gross"};
         for (size_t k = 0; k < 2; k++) {
             double v;
-            if (number(r, energy[k], &v) && !(v <= MJ_PER_TOKEN_MAX)) {
+            if (number(r, energy[k], &v) && !(v <= MJ_PER_TOKEN_MAX && v >= MJ_PER_TOKEN_MIN)) {
                 snprintf(at, sizeof at, "/results/%zu/%s", i, energy[k]);
-                ADD(at, "%g mJ a token is not a decode measurement (over %g: a unit or export error)", v, MJ_PER_TOKEN_MAX);
+                ADD(at, "%g mJ a token is not a decode measurement (outside %g..%g: a unit or export error)", v, MJ_PER_TOKEN_MIN,
+                    MJ_PER_TOKEN_MAX);
+            }
+        }
+        double gross = NAN, net, n, power, tps;
+        bool has_gross = number(r, "mj_per_token_gross", &gross);
+        if (has_gross && number(r, "mj_per_token_net", &net) && net > gross * (1 + INTERVAL_SLACK)) {
+            snprintf(at, sizeof at, "/results/%zu/mj_per_token_net", i);
+            ADD(at, "net %g mJ is more than gross %g mJ (net is gross less the idle draw)", net, gross);
+        }
+        const json_t *samples = json_object_get(r, "samples_mj_per_token");
+        size_t ns = json_array_size(samples), numeric = 0;
+        double sum = 0;
+        for (size_t k = 0; k < ns; k++)
+            if (json_is_number(json_array_get(samples, k))) sum += json_number_value(json_array_get(samples, k)), numeric++;
+        if (ns && numeric == ns && number(r, "n", &n) && (double)ns != n) {
+            snprintf(at, sizeof at, "/results/%zu/n", i);
+            ADD(at, "n %g with %zu samples", n, ns);
+        } else if (ns && numeric == ns && has_gross && !(fabs(sum / (double)ns - gross) <= SAMPLES_SLACK * gross + 0.01)) {
+            snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
+            ADD(at, "the samples average %g mJ, the result says %g", sum / (double)ns, gross);
+        }
+        if (has_gross && number(r, "mean_power_w", &power) && number(r, "tokens_per_s", &tps) && tps > 0) {
+            double implied = gross * 1e-3 * tps;
+            if (!(power <= implied * POWER_FACTOR && power >= implied / POWER_FACTOR)) {
+                snprintf(at, sizeof at, "/results/%zu/mean_power_w", i);
+                ADD(at, "%g W against %g mJ a token at %g tokens/s (%g W)", power, gross, tps, implied);
             }
         }
         const json_t *ci = json_object_get(r, "ci95_mj");

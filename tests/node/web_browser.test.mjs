@@ -147,8 +147,10 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   // its results and verdict follow, or the consistency check refuses the document
   const fp16 = moved.results.find((x) => x.precision === 'fp16'), nf4r = moved.results.find((x) => x.precision === 'nf4');
   const shift = fp16[nf4.metric] * (1 + nf4.delta_pct / 100) - nf4r[nf4.metric];
+  if (Number.isFinite(nf4r.mean_power_w)) nf4r.mean_power_w *= (nf4r[nf4.metric] + shift) / nf4r[nf4.metric]; // same speed
   nf4r[nf4.metric] += shift;
   if (Array.isArray(nf4r.ci95_mj)) nf4r.ci95_mj = nf4r.ci95_mj.map((v) => v + shift);
+  if (Array.isArray(nf4r.samples_mj_per_token)) nf4r.samples_mj_per_token = nf4r.samples_mj_per_token.map((v) => v + shift);
   if (nf4.verdict) nf4.verdict = nf4.ci95_pct[1] < 0 ? 'saves' : nf4.ci95_pct[0] > 0 ? 'costs' : 'inconclusive';
   await page.fill('#doc', JSON.stringify(moved));
   await page.click('#validate');

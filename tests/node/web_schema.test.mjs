@@ -73,6 +73,10 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     }),
     one_pair: mutate((d) => { d.comparisons[0].n_pairs = 1; }), // still 'saves': one pair shows no interval
     mean_outside: mutate((d) => { d.results[0].ci95_mj = [1, 2]; }),
+    net_over_gross: mutate((d) => { d.results[0].mj_per_token_net = d.results[0].mj_per_token_gross * 2; }),
+    samples_elsewhere: mutate((d) => { d.results[0].samples_mj_per_token = d.results[0].samples_mj_per_token.map((x) => x * 2.5); }),
+    n_vs_samples: mutate((d) => { d.results[1].n = 2; d.comparisons[0].n_pairs = 2; }),
+    megawatt: mutate((d) => { d.results[0].mean_power_w = 1e6; }),
   };
   const dir = mkdtempSync(join(tmpdir(), 'eco-consistency-'));
   try {

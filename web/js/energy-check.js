@@ -4,6 +4,9 @@
 const MJ_PER_TOKEN_MAX = 1e6; // 1 kJ a generated token: a unit or export error, not a decode
 const DELTA_SLACK_PCT = 0.05; // a writer that rounds each figure to a few decimals
 const INTERVAL_SLACK = 1e-6; // an interval contains its own point estimate, up to rounding (relative)
+const MJ_PER_TOKEN_MIN = 1e-2; // 10 uJ a token: a unit error
+const SAMPLES_SLACK = 0.005; // the per-window samples average to the gross figure (0.5% and 0.01 mJ)
+const POWER_FACTOR = 1.5; // mean power against energy x speed
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -20,8 +23,24 @@ export function energyConsistency(doc) {
       add(`/results/${i}/precision`, `${r.precision} is measured twice (also /results/${first}): one result per precision`);
     for (const k of ['mj_per_token_gross', 'e2e_mj_per_token_gross']) {
       const v = num(r[k]);
-      if (v !== undefined && !(v <= MJ_PER_TOKEN_MAX))
-        add(`/results/${i}/${k}`, `${v} mJ a token is not a decode measurement (over ${MJ_PER_TOKEN_MAX}: a unit or export error)`);
+      if (v !== undefined && !(v <= MJ_PER_TOKEN_MAX && v >= MJ_PER_TOKEN_MIN))
+        add(`/results/${i}/${k}`, `${v} mJ a token is not a decode measurement (outside ${MJ_PER_TOKEN_MIN}..${MJ_PER_TOKEN_MAX}: a unit or export error)`);
+    }
+    const gross = num(r.mj_per_token_gross), net = num(r.mj_per_token_net);
+    if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
+      add(`/results/${i}/mj_per_token_net`, `net ${net} mJ is more than gross ${gross} mJ (net is gross less the idle draw)`);
+    const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];
+    if (samples.length && samples.every((x) => num(x) !== undefined)) {
+      const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+      if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, `n ${r.n} with ${samples.length} samples`);
+      else if (gross !== undefined && !(Math.abs(mean - gross) <= SAMPLES_SLACK * gross + 0.01))
+        add(`/results/${i}/samples_mj_per_token`, `the samples average ${mean} mJ, the result says ${gross}`);
+    }
+    const power = num(r.mean_power_w), tps = num(r.tokens_per_s);
+    if (gross !== undefined && power !== undefined && tps !== undefined && tps > 0) {
+      const implied = gross * 1e-3 * tps;
+      if (!(power <= implied * POWER_FACTOR && power >= implied / POWER_FACTOR))
+        add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${implied} W)`);
     }
     const ci = r.ci95_mj;
     if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined) {
