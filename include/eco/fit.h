@@ -193,6 +193,11 @@ typedef struct {
     double kv_bytes_per_position, bytes_per_token; /* of the model at this precision (0: unknown) */
 } eco_estimate_query;
 
+/* Fills q's KV and weight byte counts (q->precision and q->params_b set): exact for a preset, else the presets'
+ * median KV bytes per parameter and bits per weight. */
+void eco_estimate_query_model_bytes(eco_estimate_query *q, const eco_model_config *preset);
+/* ECO_EINVAL (field "ctx") when a preset cannot hold ctx positions. */
+eco_err eco_check_ctx(const eco_model_config *preset, int ctx);
 /* KV bytes per cached position per billion parameters, the presets' median: a model without a preset. */
 double eco_kv_bytes_per_position_per_b(void);
 /* Share of a step's bytes that a KV cache of ctx positions x batch adds beyond the measurements' short context

@@ -69,6 +69,24 @@ static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, co
          want ? want->name : card, c->arch);
 }
 
+void eco_estimate_query_model_bytes(eco_estimate_query *q, const eco_model_config *preset)
+{
+    if (preset) {
+        q->kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
+        q->bytes_per_token = (double)eco_model_bytes_per_token(preset, q->precision, 0, false);
+    } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
+        q->kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * q->params_b;
+        q->bytes_per_token = q->params_b * 1e9 * eco_precision_bits_per_weight(q->precision) / 8.0;
+    }
+}
+
+eco_err eco_check_ctx(const eco_model_config *preset, int ctx)
+{
+    if (preset && ctx > preset->max_pos)
+        return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctx);
+    return ECO_OK;
+}
+
 double eco_kv_share_beyond_measured(int ctx, int batch, double kv_bytes_per_position, double weight_bytes)
 {
     if (ctx <= ECO_MEASURED_CTX || !(kv_bytes_per_position > 0) || !(weight_bytes > 0)) return 0;

@@ -201,21 +201,14 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     const eco_model_config *preset;
     if ((e = resolve_size(&v[2], &v[3], &N, &preset))) return e;
     int batch = v[4].present ? (int)v[4].d : 1, ctxlen = v[5].present ? (int)v[5].d : 2048;
-    if (preset && ctxlen > preset->max_pos)
-        return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen);
+    if ((e = eco_check_ctx(preset, ctxlen))) return e;
     const char *model = v[3].present ? (preset ? preset->name : v[3].s) : NULL;
 
     eco_estimate est;
     eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
                             .card = eco_gpu_is_arch_name(v[0].s) ? NULL : v[0].s,
                             .ctx = v[5].present ? ctxlen : 0}; /* unasked, the measured short context */
-    if (preset) {
-        q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
-        q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
-    } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
-        q.kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * N;
-        q.bytes_per_token = N * 1e9 * eco_precision_bits_per_weight(prec) / 8.0;
-    }
+    eco_estimate_query_model_bytes(&q, preset);
     if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
     const eco_curve *c = est.curve;
 
@@ -303,8 +296,7 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     double N;
     const eco_model_config *preset;
     if ((e = resolve_size(&v[1], &v[2], &N, &preset))) return e;
-    if (preset && v[3].present && (int)v[3].d > preset->max_pos)
-        return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, (int)v[3].d);
+    if (v[3].present && (e = eco_check_ctx(preset, (int)v[3].d))) return e;
     if (v[1].present) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective obj = ECO_OBJ_ENERGY;
     if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;

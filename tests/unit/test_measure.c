@@ -263,9 +263,17 @@ static void test_run_rows_carry_result_and_baseline_flags(void **state)
 }
 
 /* A committed H200 run is consistent; each single defect a schema cannot see is reported at its own pointer. */
-static void one_finding(const char *path, const char *mutation_json_pointer_note, json_t *doc, const char *want_path)
+/* orig with its first comparison's key set to value (stolen): one defect to look for */
+static json_t *first_comparison_with(const json_t *orig, const char *key, json_t *value)
 {
-    (void)mutation_json_pointer_note;
+    json_t *d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), key, value);
+    return d;
+}
+
+/* Exactly one finding, at want_path; takes doc. */
+static void one_finding(const char *path, json_t *doc, const char *want_path)
+{
     eco_schema_errors errs;
     eco_schema_errors_init(&errs);
     assert_int_equal(eco_energy_check_consistency(doc, &errs), ECO_EINVAL);
@@ -274,6 +282,7 @@ static void one_finding(const char *path, const char *mutation_json_pointer_note
     assert_string_equal(errs.items[0].instance_path, want_path);
     assert_string_equal(errs.items[0].keyword, "consistency");
     eco_schema_errors_free(&errs);
+    json_decref(doc);
 }
 
 static void test_energy_figures_checked_against_each_other(void **state)
@@ -296,47 +305,29 @@ static void test_energy_figures_checked_against_each_other(void **state)
         if (!strcmp(json_string_value(json_object_get(json_array_get(json_object_get(orig, "results"), i), "precision")), p0)) r_int8 = i;
     char want[64];
     json_t *d;
-    /* a ΔE the results do not give */
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "delta_pct", json_real(50.0));
+    /* a ΔE the results do not give (its interval and verdict moved with it) */
+    d = first_comparison_with(orig, "delta_pct", json_real(50.0));
     json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", 49.0, 51.0));
     json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
-    one_finding(path, "delta", d, "/comparisons/0/delta_pct");
-    json_decref(d);
+    one_finding(path, d, "/comparisons/0/delta_pct");
     /* an interval that does not contain its own point, a verdict without an interval of two pairs */
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", -30.0, -25.0));
-    one_finding(path, "outside", d, "/comparisons/0/ci95_pct");
-    json_decref(d);
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "n_pairs", json_integer(1));
-    one_finding(path, "one pair", d, "/comparisons/0/verdict");
-    json_decref(d);
+    one_finding(path, first_comparison_with(orig, "ci95_pct", json_pack("[f, f]", -30.0, -25.0)), "/comparisons/0/ci95_pct");
+    one_finding(path, first_comparison_with(orig, "n_pairs", json_integer(1)), "/comparisons/0/verdict");
     /* the same precision measured twice */
     d = json_deep_copy(orig);
     json_array_append_new(json_object_get(d, "results"), json_deep_copy(json_array_get(json_object_get(d, "results"), r_int8)));
     snprintf(want, sizeof want, "/results/%zu/precision", json_array_size(json_object_get(d, "results")) - 1);
-    one_finding(path, "dup", d, want);
-    json_decref(d);
+    one_finding(path, d, want);
     /* a backwards interval, a verdict against its interval, more pairs than blocks */
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", 5.0, -5.0));
+    d = first_comparison_with(orig, "ci95_pct", json_pack("[f, f]", 5.0, -5.0));
     json_object_del(json_array_get(json_object_get(d, "comparisons"), 0), "verdict");
-    one_finding(path, "ci", d, "/comparisons/0/ci95_pct");
-    json_decref(d);
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
-    one_finding(path, "verdict", d, "/comparisons/0/verdict");
-    json_decref(d);
-    d = json_deep_copy(orig);
-    json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "n_pairs", json_integer(99));
-    one_finding(path, "pairs", d, "/comparisons/0/n_pairs");
-    json_decref(d);
+    one_finding(path, d, "/comparisons/0/ci95_pct");
+    one_finding(path, first_comparison_with(orig, "verdict", json_string("costs")), "/comparisons/0/verdict");
+    one_finding(path, first_comparison_with(orig, "n_pairs", json_integer(99)), "/comparisons/0/n_pairs");
     /* a comparison without its result */
     d = json_deep_copy(orig);
     json_array_remove(json_object_get(d, "results"), r_int8);
-    one_finding(path, "missing", d, "/comparisons/0/precision");
-    json_decref(d);
+    one_finding(path, d, "/comparisons/0/precision");
     /* an implausible energy (with its ΔE made to follow, so the energy alone is reported) */
     d = json_deep_copy(orig);
     json_t *res = json_array_get(json_object_get(d, "results"), r_int8);
@@ -354,8 +345,7 @@ static void test_energy_figures_checked_against_each_other(void **state)
     json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "ci95_pct", json_pack("[f, f]", huge - 1, huge + 1));
     json_object_set_new(json_array_get(json_object_get(d, "comparisons"), 0), "verdict", json_string("costs"));
     snprintf(want, sizeof want, "/results/%zu/mj_per_token_gross", r_int8);
-    one_finding(path, "huge", d, want);
-    json_decref(d);
+    one_finding(path, d, want);
     json_decref(orig);
 }
 

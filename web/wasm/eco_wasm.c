@@ -358,18 +358,11 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     int batch = isnan(bd) ? 1 : (int)bd, ctxlen = isnan(cd) ? 2048 : (int)cd;
     const char *model = model_in ? (preset ? preset->name : model_in) : NULL;
 
-    if (preset && ctxlen > preset->max_pos)
-        TRYF(eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctxlen));
+    TRYF(eco_check_ctx(preset, ctxlen));
     eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
                             .card = eco_gpu_is_arch_name(g_str[0]) ? NULL : g_str[0],
                             .ctx = isnan(cd) ? 0 : ctxlen}; /* unasked, the measured short context */
-    if (preset) {
-        q.kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
-        q.bytes_per_token = (double)eco_model_bytes_per_token(preset, prec, 0, false);
-    } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
-        q.kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * N;
-        q.bytes_per_token = N * 1e9 * eco_precision_bits_per_weight(prec) / 8.0;
-    }
+    eco_estimate_query_model_bytes(&q, preset);
     TRYF(eco_estimate_run(&g_set, &q, &g_est));
     const eco_estimate *est = &g_est;
     const eco_curve *c = est->curve;
@@ -474,8 +467,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     const eco_model_config *preset;
     const char *model_in = present(1) ? g_str[1] : NULL;
     TRYF(eco_resolve_model_size(model_in, !isnan(pb), pb, &N, &preset));
-    if (preset && !isnan(cd) && (int)cd > preset->max_pos)
-        TRYF(eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, (int)cd));
+    if (!isnan(cd)) TRYF(eco_check_ctx(preset, (int)cd));
     if (!isnan(pb)) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective objective = ECO_OBJ_ENERGY;
     if (present(2)) TRYF(eco_objective_parse(g_str[2], &objective));
