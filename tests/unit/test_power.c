@@ -45,6 +45,8 @@ static true_energy_fn truth(void)
 }
 
 /* Window bounded by counter update edges: energy = counter delta, time = edge midpoints. */
+static double g_edge_uncertainty_s; /* the last window's two edge reads: how long each took (a loaded machine stalls them) */
+
 static void measure_window(eco_nvml *m, double seconds, double *energy_j, double *t0, double *t1)
 {
     eco_counter_read a, b;
@@ -54,6 +56,7 @@ static void measure_window(eco_nvml *m, double seconds, double *energy_j, double
     *energy_j = (double)(b.energy_mj - a.energy_mj) / 1000.0;
     *t0 = a.t_before_s;
     *t1 = b.t_before_s;
+    g_edge_uncertainty_s = (a.t_after_s - a.t_before_s) + (b.t_after_s - b.t_before_s);
 }
 
 static void test_missing_library_is_a_clear_error(void **state)
@@ -101,8 +104,9 @@ static void test_counter_matches_truth_constant(void **state)
     double e, t0, t1;
     measure_window(m, 1.0, &e, &t0, &t1);
     double expected = truth()(t0, t1);
-    /* Edge-aligned reads: the only error left is the read latency at each edge (~2 ms of 1 s). */
-    assert_true(fabs(e / expected - 1.0) < 0.005);
+    /* Edge-aligned reads: the only error left is the read latency at each edge (~2 ms of 1 s; more when the
+     * tests share two cores and a read is descheduled, which the reads' own timestamps show) */
+    assert_true(fabs(e / expected - 1.0) < 0.005 + g_edge_uncertainty_s / (t1 - t0));
     assert_near(e / (t1 - t0), 300.0, 1.5);
     eco_nvml_close(m);
 }
