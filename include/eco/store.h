@@ -193,6 +193,11 @@ void eco_store_free_replications(eco_replication *r, size_t count);
  * another document under a stored run id is ECO_EINVAL (field "run_id") and the stored one is kept: a run's
  * measurements are never replaced silently. */
 eco_err eco_store_add_run(eco_store *s, const char *run_id, const char *doc, size_t len, bool *inserted);
+/* One transaction around several writes (a run and its rows): all or none. Rollback keeps the last error. */
+eco_err eco_store_begin(eco_store *s);
+eco_err eco_store_commit(eco_store *s);
+void eco_store_rollback(eco_store *s);
+
 /* The source file name a stored run's rows were imported under ("" when it has none), so the same run read from
  * a copy elsewhere updates those rows rather than adding a second set. */
 eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap);

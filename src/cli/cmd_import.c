@@ -133,7 +133,51 @@ static int import_replication(eco_store *s, const char *path, const char *schema
     return status == ECO_VALIDATION_INVALID ? 1 : 0;
 }
 
-/* One of our own measured runs: the document (keyed by run_id) and its rows, which then join the fit. */
+/* The same measurement stored under another run id (a re-exported copy with a new id): its rows would count twice. */
+static eco_err same_measurement_stored(eco_store *s, const eco_record *rows, size_t n)
+{
+    eco_record_filter f = eco_record_filter_any();
+    f.origin = ECO_ORIGIN_RUN;
+    f.model = rows[0].model;
+    f.gpu = rows[0].gpu;
+    eco_record *have = NULL;
+    size_t m = 0;
+    eco_err e = eco_store_query_records(s, &f, &have, &m);
+    for (size_t i = 0; !e && i < m; i++)
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(have[i].session, rows[k].session) && have[i].precision == rows[k].precision &&
+                have[i].e_fp16_mj == rows[k].e_fp16_mj && have[i].e_quant_mj == rows[k].e_quant_mj) {
+                e = eco_fail_field(ECO_EINVAL, "run_id", "the same measurement (%s %s, %g and %g mJ a token) is stored as run %s "
+                                   "(%s): under two run ids it would count twice",
+                                   rows[k].model, eco_precision_name(rows[k].precision), rows[k].e_fp16_mj, rows[k].e_quant_mj,
+                                   have[i].session, have[i].source);
+                break;
+            }
+    free(have);
+    return e;
+}
+
+/* A run's session row, from its first dataset row. */
+static eco_err store_session(eco_store *s, const json_t *j, const eco_record *r, const char *source)
+{
+    eco_session ss;
+    memset(&ss, 0, sizeof ss);
+    const char *created = json_string_value(json_object_get(j, "created_utc"));
+    snprintf(ss.id, sizeof ss.id, "%s", r->session);
+    snprintf(ss.gpu, sizeof ss.gpu, "%s", r->gpu);
+    snprintf(ss.arch, sizeof ss.arch, "%s", r->arch);
+    snprintf(ss.date, sizeof ss.date, "%.31s", created ? created : "");
+    snprintf(ss.software, sizeof ss.software, "%s", r->backend);
+    ss.tokens = r->tokens;
+    ss.basis = r->basis;
+    snprintf(ss.method, sizeof ss.method, "%s", r->method);
+    snprintf(ss.source, sizeof ss.source, "%.159s", source);
+    snprintf(ss.note, sizeof ss.note, "%s", r->note);
+    return eco_store_upsert_session(s, &ss);
+}
+
+/* One of our own measured runs: the document (keyed by run_id) and its rows, which then join the fit; all stored
+ * in one transaction or none. */
 static int import_run(eco_store *s, const char *path, const char *schema_arg)
 {
     char *doc, message[512];
@@ -141,56 +185,44 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
     json_t *j;
     eco_validation status;
     if (load_document(path, schema_arg, &doc, &len, &j, &status, message, sizeof message)) return 1;
-    int rc = 1;
+    const char *run_id = json_string_value(json_object_get(j, "run_id"));
+    const char *base = strrchr(path, '/'), *name = base ? base + 1 : path;
     eco_record *rows = NULL;
     size_t n = 0, inserted_rows = 0;
-    const char *run_id = json_string_value(json_object_get(j, "run_id"));
-    const char *base = strrchr(path, '/');
-    bool inserted = false;
-    char stored_as[160] = "";
+    int rc = 1;
     if (status != ECO_VALIDATION_VALID) fprintf(stderr, "eco import: %s: a run must validate (%s)\n", path, message);
     else if (!run_id) fprintf(stderr, "eco import: %s: a run needs a run_id\n", path);
     else if (json_is_true(json_object_get(j, "example")))
         fprintf(stderr, "eco import: %s: an example document (\"example\": true) is not a measurement; nothing stored\n", path);
-    else if (eco_energy_records(j, base ? base + 1 : path, &rows, &n) || eco_store_add_run(s, run_id, doc, len, &inserted) ||
-             eco_store_run_source(s, run_id, stored_as, sizeof stored_as))
-        fprintf(stderr, "eco import: %s\n", eco_last_error());
-    /* the same run from a copy elsewhere: its rows keep the name they were first stored under, not a second set */
-    else if (stored_as[0] && strcmp(stored_as, base ? base + 1 : path) &&
-             (free(rows), rows = NULL, eco_energy_records(j, stored_as, &rows, &n)))
-        fprintf(stderr, "eco import: %s\n", eco_last_error());
+    else if (eco_energy_records(j, name, &rows, &n)) fprintf(stderr, "eco import: %s\n", eco_last_error());
     else if (n == 0) fprintf(stderr, "eco import: %s: no measured comparison in the run\n", path);
+    else if (eco_store_begin(s)) fprintf(stderr, "eco import: %s\n", eco_last_error());
     else {
-        eco_session ss;
-        memset(&ss, 0, sizeof ss);
-        snprintf(ss.id, sizeof ss.id, "%s", rows[0].session);
-        snprintf(ss.gpu, sizeof ss.gpu, "%s", rows[0].gpu);
-        snprintf(ss.arch, sizeof ss.arch, "%s", rows[0].arch);
-        snprintf(ss.date, sizeof ss.date, "%.31s", json_string_value(json_object_get(j, "created_utc")) ? json_string_value(json_object_get(j, "created_utc")) : "");
-        snprintf(ss.software, sizeof ss.software, "%s", rows[0].backend);
-        ss.tokens = rows[0].tokens;
-        ss.basis = rows[0].basis;
-        snprintf(ss.method, sizeof ss.method, "%s", rows[0].method);
-        snprintf(ss.source, sizeof ss.source, "%.159s", stored_as[0] ? stored_as : base ? base + 1 : path);
-        snprintf(ss.note, sizeof ss.note, "%s", rows[0].note);
-        if (eco_store_upsert_session(s, &ss)) {
-            fprintf(stderr, "eco import: %s\n", eco_last_error());
+        bool inserted = false;
+        char stored_as[160] = "";
+        eco_err e = eco_store_add_run(s, run_id, doc, len, &inserted);
+        if (!e) e = eco_store_run_source(s, run_id, stored_as, sizeof stored_as);
+        /* the same run from a copy elsewhere: its rows keep the name they were first stored under, not a second set */
+        if (!e && stored_as[0] && strcmp(stored_as, name)) {
             free(rows);
-            json_decref(j);
-            free(doc);
-            return 1;
+            rows = NULL;
+            e = eco_energy_records(j, stored_as, &rows, &n);
         }
-        rc = 0;
-        for (size_t i = 0; i < n && !rc; i++) {
+        if (!e && inserted) e = same_measurement_stored(s, rows, n);
+        if (!e) e = store_session(s, j, &rows[0], stored_as[0] ? stored_as : name);
+        for (size_t i = 0; i < n && !e; i++) {
             bool ins = false;
-            if (eco_store_insert_record(s, &rows[i], &ins)) {
-                fprintf(stderr, "eco import: %s\n", eco_last_error());
-                rc = 1;
-            }
+            e = eco_store_insert_record(s, &rows[i], &ins);
             inserted_rows += ins;
         }
-        if (!rc) printf("run %s %s: %zu row(s), %zu new (%s)\n", run_id, inserted ? "stored" : "already stored", n,
-                        inserted_rows, path);
+        if (!e) e = eco_store_commit(s);
+        if (e) {
+            eco_store_rollback(s);
+            fprintf(stderr, "eco import: %s: %s; nothing stored\n", path, eco_last_error());
+        } else {
+            printf("run %s %s: %zu row(s), %zu new (%s)\n", run_id, inserted ? "stored" : "already stored", n, inserted_rows, path);
+            rc = 0;
+        }
     }
     free(rows);
     json_decref(j);

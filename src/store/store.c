@@ -902,6 +902,17 @@ eco_err eco_store_add_run(eco_store *s, const char *run_id, const char *doc, siz
     return ECO_OK;
 }
 
+eco_err eco_store_begin(eco_store *s) { return store_exec(s, "BEGIN IMMEDIATE"); }
+eco_err eco_store_commit(eco_store *s) { return store_exec(s, "COMMIT"); }
+void eco_store_rollback(eco_store *s)
+{
+    char keep[512]; /* the error that made us roll back is the one to report */
+    snprintf(keep, sizeof keep, "%s", eco_last_error());
+    eco_err code = eco_last_error_code();
+    store_exec(s, "ROLLBACK");
+    if (code) eco_fail(code, "%s", keep);
+}
+
 eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap)
 {
     if (cap) buf[0] = '\0';

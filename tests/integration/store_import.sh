@@ -111,5 +111,13 @@ set +e
 grep -q 'already stored from another document' "$T/rn.err" || fail "run_id clash: $(cat "$T/rn.err")"
 "$ECO_BIN" import --db "$T/r.db" --run "$T" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--run with a folder should be a usage error"
 set -e
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["run_id"] += "-again"; json.dump(d, open(sys.argv[2], "w"))' "$H" "$T/again.json"
+set +e
+"$ECO_BIN" import --db "$T/r.db" --run "$T/again.json" > /dev/null 2> "$T/ag.err"; [ $? -eq 1 ] || fail "the same measurement under a new run_id should be refused"
+set -e
+grep -q 'would count twice' "$T/ag.err" || fail "same measurement: $(cat "$T/ag.err")"
 [ "$(rows)" = "4 ['h200_qwen2.5-0.5b.energy.json']" ] || fail "rows after the refusals: $(rows)"
+if command -v sqlite3 >/dev/null; then
+  [ "$(sqlite3 "$T/r.db" 'select count(*) from runs')" = 1 ] || fail "a refused run's document was kept"
+fi
 echo "store_import: ok"
