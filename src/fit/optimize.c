@@ -249,6 +249,9 @@ static void pareto_front(eco_optimize_result *r)
             const eco_candidate *o = &r->cand[j];
             if (j == i || !o->feasible) continue;
             double ej = cand_energy(r, o);
+            /* a borrowed (proxy) ΔE dominates a candidate of this architecture's own data only at the top of its range */
+            if (o->delta_label == ECO_LABEL_ESTIMATED && c->delta_label != ECO_LABEL_ESTIMATED)
+                ej *= (1 + o->delta_hi_pct / 100) / (1 + o->delta_pct / 100);
             dominated = ej <= ei && o->latency_ms <= c->latency_ms && (ej < ei || o->latency_ms < c->latency_ms);
         }
         if (dominated) continue;

@@ -353,6 +353,7 @@ static void test_provenance_when_request_and_data_differ(void **state)
             dq_close = r->cand[i].delta_label == ECO_LABEL_ESTIMATED && r->cand[i].score <= r->cand[r->best].score;
         }
     assert_true(dq_close); /* without the rule it would have won */
+
     said = false;
     for (size_t i = 0; i < r->n_notes; i++) said |= strstr(r->notes[i], "nf4-dq's ΔE is estimated from a proxy curve") != NULL;
     assert_true(said);
@@ -374,6 +375,14 @@ static void test_provenance_when_request_and_data_differ(void **state)
     assert_int_equal(eco_gpu_find("H100 SXM", &oq.gpu, NULL), ECO_OK);
     assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
     for (size_t i = 0; i < r->n; i++) assert_string_not_equal(r->cand[i].bound, "power");
+    /* there, at 10B, nf4-dq (fewer bytes, nf4's curve borrowed) would be as cheap and faster than the fitted nf4 on
+     * its point value alone; its borrowed ΔE dominates only at the top of its range, so nf4 stays on the front */
+    oq.params_b = 10;
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    bool nf4_on_front = false;
+    for (size_t i = 0; i < r->n_pareto; i++) nf4_on_front |= r->cand[r->pareto[i]].precision == ECO_PREC_NF4;
+    assert_true(nf4_on_front);
+    oq.params_b = 7;
     /* a card asked by a name that only resembles the table's (an H200 NVL: 600 W): the H200's energy is estimated
      * there and bounds nothing */
     assert_int_equal(eco_gpu_find("H200", &oq.gpu, NULL), ECO_OK);
