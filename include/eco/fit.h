@@ -271,6 +271,9 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact);
 /* A GPU name or an architecture as the API and the browser take it: an architecture name or alias, else a
  * known card's architecture. ECO_ENOTFOUND (listing the cards) otherwise. */
 eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch);
+/* The table card this name is (eco_gpu_find's exact match), else NULL: an architecture, the closest card of another
+ * ("H100 NVL"), or no GPU. Leaves no error. */
+const eco_gpu_spec *eco_gpu_exact(const char *name);
 /* Whether the name is an architecture's ("hopper", any case) rather than a card's. */
 bool eco_gpu_is_arch_name(const char *gpu);
 

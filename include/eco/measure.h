@@ -146,6 +146,9 @@ void eco_engine_workload_free(eco_engine_workload *wl);
  * that follow the interval, pairs within blocks and windows, samples that average to the result, plausible mJ a
  * token and power. Each finding goes to errs (keyword "consistency"); ECO_EINVAL when there is any. */
 eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs);
+/* A document as everything that accepts one checks it: the schema (NULL: skipped), then, if that passes, the
+ * consistency checks; every finding in errs. */
+eco_err eco_energy_validate(const eco_schema *schema, const json_t *doc, eco_schema_errors *errs);
 
 /* Dataset rows of a measured energy.json: one eco_record per quantized precision against the same-run fp16
  * (origin "run", protocol "tok<N>/gross/nvml-energy-counter", backend "eco <version> <engine backend>", flags

@@ -39,7 +39,7 @@ static bool find_schema(const char *given, char *buf, size_t cap)
     return eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", buf, cap);
 }
 
-/* Reads an energy.json and validates it against the published schema. Returns 0, or 1 after printing why the
+/* Reads an energy.json and validates it (eco_energy_validate: the published schema, then consistency). Returns 0, or 1 after printing why the
  * file cannot be used at all (unreadable, not a JSON object, broken schema). */
 static int load_document(const char *path, const char *schema_arg, char **doc, size_t *len, json_t **j,
                          eco_validation *status, char *message, size_t cap)
@@ -74,7 +74,7 @@ static int load_document(const char *path, const char *schema_arg, char **doc, s
     }
     eco_schema_errors errs;
     eco_schema_errors_init(&errs);
-    eco_err ve = eco_schema_validate(sc, *j, &errs);
+    eco_err ve = eco_energy_validate(sc, *j, &errs); /* the schema, then what its figures say of each other */
     *status = ve == ECO_OK ? ECO_VALIDATION_VALID : ECO_VALIDATION_INVALID;
     for (size_t i = 0; i < errs.count; i++) {
         fprintf(stderr, "%s: %s: %s\n", path, errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/",
@@ -84,16 +84,6 @@ static int load_document(const char *path, const char *schema_arg, char **doc, s
                      errs.items[0].message);
     }
     if (*status == ECO_VALIDATION_INVALID && !message[0]) snprintf(message, cap, "%s", eco_last_error());
-    if (*status == ECO_VALIDATION_VALID) { /* what its figures say of each other (a +50% ΔE over -20% results) */
-        eco_schema_errors_clear(&errs);
-        if (eco_energy_check_consistency(*j, &errs)) {
-            *status = ECO_VALIDATION_INVALID;
-            for (size_t i = 0; i < errs.count; i++)
-                fprintf(stderr, "%s: %s: %s\n", path, errs.items[i].instance_path, errs.items[i].message);
-            snprintf(message, cap, "%s: %s", errs.count ? errs.items[0].instance_path : "/",
-                     errs.count ? errs.items[0].message : eco_last_error());
-        }
-    }
     eco_schema_errors_free(&errs);
     eco_schema_free(sc);
     return 0;

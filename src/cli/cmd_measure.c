@@ -363,8 +363,7 @@ int eco_cmd_measure(int argc, char **argv)
          * document is still kept beside --out, so the measurement is not lost to a bug in its writer. */
         eco_schema_errors errs;
         eco_schema_errors_init(&errs);
-        eco_err ve = eco_schema_validate(schema, doc, &errs);
-        if (!ve) ve = eco_energy_check_consistency(doc, &errs);
+        eco_err ve = eco_energy_validate(schema, doc, &errs);
         for (size_t i = 0; i < errs.count; i++)
             fprintf(stderr, "eco measure: energy.json invalid at %s: %s\n", errs.items[i].instance_path, errs.items[i].message);
         eco_schema_errors_free(&errs);

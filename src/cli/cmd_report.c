@@ -18,19 +18,16 @@
 static bool check(const json_t *doc, eco_schema_errors *errs)
 {
     char path[PATH_MAX + 64];
+    eco_schema *sc = NULL;
     if (!eco_find_data_file(ECO_ENERGY_SCHEMA_REL, "ECO_SCHEMA", path, sizeof path)) {
         fprintf(stderr, "eco report: warning: the energy.json schema was not found (set ECO_SCHEMA): figures checked "
                         "against each other only\n");
-    } else {
-        eco_schema *sc;
-        if (eco_schema_compile_file(path, 0, &sc)) {
-            fprintf(stderr, "eco report: schema %s: %s\n", path, eco_last_error());
-            return false;
-        }
-        eco_schema_validate(sc, doc, errs);
-        eco_schema_free(sc);
+    } else if (eco_schema_compile_file(path, 0, &sc)) {
+        fprintf(stderr, "eco report: schema %s: %s\n", path, eco_last_error());
+        return false;
     }
-    if (!errs->count) eco_energy_check_consistency(doc, errs);
+    eco_energy_validate(sc, doc, errs);
+    eco_schema_free(sc);
     eco_clear_error();
     return true;
 }

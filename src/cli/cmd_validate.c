@@ -82,8 +82,7 @@ int eco_cmd_validate(int argc, char **argv)
             continue;
         }
         eco_schema_errors_clear(&errs);
-        rc = eco_schema_validate(schema, doc, &errs);
-        if (rc == ECO_OK && consistency) rc = eco_energy_check_consistency(doc, &errs); /* what the figures say of each other */
+        rc = consistency ? eco_energy_validate(schema, doc, &errs) : eco_schema_validate(schema, doc, &errs);
         json_decref(doc);
         if (rc != ECO_OK && rc != ECO_EINVAL && !errs.count) {
             fprintf(stderr, "%s: %s\n", file, eco_last_error());

@@ -49,22 +49,17 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
-    const eco_gpu_spec *want = NULL;
-    bool exact = false;
     if (!card) return;
-    if (eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) want = NULL; /* not a card of the table: none matches */
-    eco_clear_error();
+    const eco_gpu_spec *want = eco_gpu_exact(card); /* NULL, not a card of the table: no anchor is it */
     char list[ECO_EST_NOTE_BYTES / 2] = "";
     size_t at = 0;
     for (size_t k = 0; k < hits; k++) {
         const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
-        const eco_gpu_spec *g;
-        if (want && eco_gpu_find(a->gpu, &g, &exact) == ECO_OK && exact && g == want) { eco_clear_error(); return; }
+        if (want && eco_gpu_exact(a->gpu) == want) return;
         if (strstr(list, a->gpu)) continue;
         int n = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", a->gpu);
         if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
     }
-    eco_clear_error();
     note(e, "ΔE measured on %s, not on the %s: another card of the %s architecture (labels are per architecture)", list,
          want ? want->name : card, c->arch);
 }
@@ -179,6 +174,14 @@ eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *
 
 static eco_label worse(eco_label a, eco_label b) { return a > b ? a : b; }
 
+/* The baseline's point measured at this size, or NULL. */
+static const eco_fp16_point *point_at(const eco_fp16_baseline *b, double N)
+{
+    for (size_t i = 0; i < b->n_points; i++)
+        if (fabs(b->points[i].params_b - N) <= SIZE_TOL * N) return &b->points[i];
+    return NULL;
+}
+
 /* Whether one of a " + "-separated list of recorded GPU names is the card (both resolved through the GPU table). */
 static bool list_has_card(const char *gpus, const eco_gpu_spec *card)
 {
@@ -188,22 +191,18 @@ static bool list_has_card(const char *gpus, const eco_gpu_spec *card)
     for (char *at = buf, *next; at && !found; at = next) {
         next = strstr(at, " + ");
         if (next) *next = '\0', next += 3;
-        const eco_gpu_spec *g;
-        bool exact;
-        found = eco_gpu_find(at, &g, &exact) == ECO_OK && exact && g == card;
+        found = eco_gpu_exact(at) == card;
     }
-    eco_clear_error();
     return found;
 }
 
 bool eco_fp16_baseline_has_card(const eco_fp16_baseline *b, double N, const char *card)
 {
-    const eco_gpu_spec *want;
-    bool exact;
     if (!card) return true;
-    if (eco_gpu_find(card, &want, &exact) != ECO_OK || !exact) { eco_clear_error(); return false; }
-    for (size_t i = 0; i < b->n_points; i++)
-        if (fabs(b->points[i].params_b - N) <= SIZE_TOL * N) return list_has_card(b->points[i].gpus, want);
+    const eco_gpu_spec *want = eco_gpu_exact(card);
+    if (!want) return false;
+    const eco_fp16_point *at = point_at(b, N);
+    if (at) return list_has_card(at->gpus, want);
     for (size_t i = 0; i < b->n_points; i++)
         if (list_has_card(b->points[i].gpus, want)) return true;
     return false;
@@ -464,9 +463,8 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     if (fb && eco_fp16_energy_on(fb, N, q->card, q->batch, &e->e_fp16) == ECO_OK) {
         e->has_energy = true;
         if (!eco_fp16_baseline_has_card(fb, N, q->card)) {
-            const char *gpus = fb->points[0].gpus;
-            for (size_t i = 0; i < fb->n_points; i++)
-                if (fabs(fb->points[i].params_b - N) <= SIZE_TOL * N) gpus = fb->points[i].gpus;
+            const eco_fp16_point *at = point_at(fb, N);
+            const char *gpus = at ? at->gpus : fb->points[0].gpus;
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
                     "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
         }

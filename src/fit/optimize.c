@@ -125,6 +125,15 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
                           name, list);
 }
 
+const eco_gpu_spec *eco_gpu_exact(const char *name)
+{
+    const eco_gpu_spec *g;
+    bool exact = false;
+    if (!name || eco_gpu_find(name, &g, &exact) != ECO_OK || !exact) g = NULL;
+    eco_clear_error();
+    return g;
+}
+
 bool eco_gpu_is_arch_name(const char *gpu)
 {
     for (size_t i = 0; gpu && i < eco_arch_count(); i++)
@@ -227,6 +236,13 @@ static double cand_energy(const eco_optimize_result *r, const eco_candidate *c)
     return r->energy_absolute ? c->energy_mj : c->energy_rel_fp16;
 }
 
+/* Energy at the top of a borrowed (proxy) ΔE's range over its point value; 1 for a ΔE of this architecture's own
+ * data. A guess is weighed at its pessimistic end wherever it could displace a measurement or buy speed. */
+static double proxy_top_factor(const eco_candidate *c)
+{
+    return c->delta_label == ECO_LABEL_ESTIMATED ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
+}
+
 /* Front order: latency ascending, then energy ascending. */
 static bool front_before(const eco_optimize_result *r, int a, int b)
 {
@@ -250,8 +266,7 @@ static void pareto_front(eco_optimize_result *r)
             if (j == i || !o->feasible) continue;
             double ej = cand_energy(r, o);
             /* a borrowed (proxy) ΔE dominates a candidate of this architecture's own data only at the top of its range */
-            if (o->delta_label == ECO_LABEL_ESTIMATED && c->delta_label != ECO_LABEL_ESTIMATED)
-                ej *= (1 + o->delta_hi_pct / 100) / (1 + o->delta_pct / 100);
+            if (c->delta_label != ECO_LABEL_ESTIMATED) ej *= proxy_top_factor(o);
             dominated = ej <= ei && o->latency_ms <= c->latency_ms && (ej < ei || o->latency_ms < c->latency_ms);
         }
         if (dominated) continue;
@@ -282,7 +297,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     }
     eco_energy_value fp16e;
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
-    const char *card = q->card ? q->card : NULL; /* NULL: the architecture's baseline, as /v1/estimate answers it */
+    const char *card = q->card; /* NULL: the architecture's baseline, as /v1/estimate answers it */
     r->energy_absolute = fb && eco_fp16_energy_on(fb, N, card, 1, &fp16e) == ECO_OK;
     eco_clear_error();
     /* the power bound only where the energy is this card's: another card's J a token over this one's limit is not */
@@ -337,7 +352,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             /* a step cannot draw more than the board allows: energy per step / power limit bounds it from below
              * (on the H200 the roofline alone gave Qwen2.5-7B nf4 689 tok/s at 1239 mJ a token, 854 W). A borrowed
              * (proxy) ΔE bounds it at the top of its range, so a guess cannot buy speed. */
-            double e_step = c->energy_mj * (dlabel == ECO_LABEL_ESTIMATED ? (1 + dhi / 100) / (1 + dpct / 100) : 1);
+            double e_step = c->energy_mj * proxy_top_factor(c);
             double t_pow = power_bound && isfinite(e_step) ? e_step * 1e-3 * b / q->gpu->board_power_w : 0;
             if (t_pow > t) t = t_pow, c->bound = "power", power_bounded++;
             if (!power_bound && isfinite(c->energy_mj) && c->energy_mj * 1e-3 * b / t > q->gpu->board_power_w) over_power++;
@@ -404,7 +419,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
                 own = (int)i;
         if (own >= 0) {
             const eco_candidate *o = &r->cand[own];
-            double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100); /* energy at the range's top */
+            double f = proxy_top_factor(b);
             double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
             if (!(pessimistic < o->score)) {
                 onote(r, "%s's ΔE is estimated from a proxy curve and its range reaches past %s's (%s): the %s configuration is "

@@ -183,6 +183,12 @@ static bool check_comparisons(const json_t *doc, eco_schema_errors *errs)
     return ok;
 }
 
+eco_err eco_energy_validate(const eco_schema *schema, const json_t *doc, eco_schema_errors *errs)
+{
+    eco_err e = schema ? eco_schema_validate(schema, doc, errs) : ECO_OK;
+    return e ? e : eco_energy_check_consistency(doc, errs);
+}
+
 eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs)
 {
     size_t before = errs->count + errs->dropped;

@@ -438,15 +438,9 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     }
     /* gpu and model as the estimator takes them: a card by any of its names ("H200" finds "NVIDIA H200"), a model
      * whatever its case; filtered below, since the rows hold the names as recorded */
-    const eco_gpu_spec *card = NULL;
-    bool exact = false;
-    if (v[2].present && eco_gpu_find(v[2].s, &card, &exact) != ECO_OK) {
-        const char *a;
-        if (eco_arch_from_gpu_name(v[2].s, &a)) return eco_last_error_code(); /* no GPU at all: 400 listing the cards */
-        card = NULL; /* a GPU of a known architecture outside the table: matched by its recorded name only */
-    }
-    if (!exact) card = NULL;
-    eco_clear_error();
+    const eco_gpu_spec *card = NULL, *any;
+    if (v[2].present && eco_gpu_find(v[2].s, &any, NULL)) return eco_last_error_code(); /* no GPU at all: 400 listing the cards */
+    if (v[2].present) card = eco_gpu_exact(v[2].s); /* else a GPU outside the table: matched by its recorded name only */
     if (v[3].present) f.protocol = v[3].s;
     if (v[4].present) {
         if (!strcmp(v[4].s, "reference")) f.origin = ECO_ORIGIN_REFERENCE;
@@ -465,13 +459,7 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const eco_record *r = &rows[i];
-        if (v[2].present && strcasecmp(r->gpu, v[2].s)) {
-            const eco_gpu_spec *g;
-            bool ex;
-            bool same = card && eco_gpu_find(r->gpu, &g, &ex) == ECO_OK && ex && g == card;
-            eco_clear_error();
-            if (!same) continue;
-        }
+        if (v[2].present && strcasecmp(r->gpu, v[2].s) && !(card && eco_gpu_exact(r->gpu) == card)) continue;
         if (v[5].present && strcasecmp(r->model, v[5].s) && !(preset && !strcasecmp(r->model, preset->name))) continue;
         kept++;
         char key[96];
@@ -508,8 +496,7 @@ eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t
     }
     eco_schema_errors errs;
     eco_schema_errors_init(&errs);
-    bool valid = eco_schema_validate(svc->energy_schema, j, &errs) == ECO_OK;
-    if (valid) valid = eco_energy_check_consistency(j, &errs) == ECO_OK; /* what its figures say of each other */
+    bool valid = eco_energy_validate(svc->energy_schema, j, &errs) == ECO_OK; /* the schema, then its figures' consistency */
     eco_clear_error();
     json_t *errors = json_array();
     for (size_t i = 0; i < errs.count; i++)
