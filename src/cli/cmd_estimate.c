@@ -14,7 +14,8 @@ static void usage(FILE *out)
                  "  --model PRESET       a model preset (eco model list), e.g. Qwen2.5-7B\n"
                  "  --precision P        int8, int8-mixed (LLM.int8()), nf4 (default), nf4-dq, fp8\n"
                  "  --batch B            batch size (ΔE is a batch-1 measurement; absolute energy is amortised)\n"
-                 "  --ctx C              context length (echoed; does not change ΔE)\n"
+                 "  --ctx C              context length (ΔE was measured at short context; a long one's KV cache\n"
+                 "                       makes absolute energy estimated)\n"
                  "  --curves FILE        curves.json (default var/curves.json)\n"
                  "  --json               print the service's JSON answer\n");
 }
@@ -63,7 +64,7 @@ int eco_cmd_estimate(int argc, char **argv)
     if (e) {
         const char *field = eco_last_error_field();
         fprintf(stderr, "eco estimate: %s%s%s\n", *field ? field : "", *field ? ": " : "", eco_last_error());
-        return e == ECO_EINVAL || e == ECO_ENOTFOUND || e == ECO_EUNSUPPORTED ? 2 : 1;
+        return eco_cli_exit_status(e);
     }
     if (as_json) {
         json_dumpf(r, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));

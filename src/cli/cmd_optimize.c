@@ -74,7 +74,7 @@ int eco_cmd_optimize(int argc, char **argv)
     if (e) {
         const char *field = eco_last_error_field();
         fprintf(stderr, "eco optimize: %s%s%s\n", *field ? field : "", *field ? ": " : "", eco_last_error());
-        return e == ECO_EINVAL || e == ECO_ENOTFOUND || e == ECO_EUNSUPPORTED ? 2 : 1;
+        return eco_cli_exit_status(e);
     }
     if (as_json) {
         json_dumpf(r, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));

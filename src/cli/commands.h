@@ -3,6 +3,19 @@
 #ifndef ECO_CLI_COMMANDS_H
 #define ECO_CLI_COMMANDS_H
 
+#include "eco/err.h"
+
+/* Exit statuses: 0 done; 1 failed (I/O, device, ...); 2 the request is wrong (usage, bad value, unknown name);
+ * 3 a valid request the data holds no answer for (no measurements of that precision on that architecture). */
+enum { ECO_EXIT_OK = 0, ECO_EXIT_FAILED = 1, ECO_EXIT_USAGE = 2, ECO_EXIT_NO_DATA = 3 };
+
+static inline int eco_cli_exit_status(eco_err e)
+{
+    if (e == ECO_OK) return ECO_EXIT_OK;
+    if (e == ECO_EINVAL || e == ECO_ENOTFOUND) return ECO_EXIT_USAGE;
+    return e == ECO_EUNSUPPORTED ? ECO_EXIT_NO_DATA : ECO_EXIT_FAILED;
+}
+
 typedef int (*eco_cmd_fn)(int argc, char **argv); /* argv[0] is the subcommand name; returns exit status */
 
 #define ECO_CLI_COMMANDS(X)                                                                  \

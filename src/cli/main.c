@@ -28,6 +28,8 @@ static void usage(FILE *out)
             ECO_VERSION, ECO_BUILD_HASH);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].fn) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(out, "\nexit status: 0 done, 1 failed, 2 wrong request (usage, bad value, unknown name),\n"
+                 "             3 valid request the data has no answer for (estimate, optimize)\n");
 }
 
 int main(int argc, char **argv)

@@ -62,6 +62,12 @@ set +e
 set -e
 [ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 2 ] || fail "bad input exits: $rc1 $rc2 $rc3"
 
+# a valid request the data cannot answer: exit 3 (not the usage code), naming what has data
+set +e
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 7 --gpu T4 --precision fp8 2>"$tmp/nodata.err"; rc=$?
+set -e
+[ $rc -eq 3 ] && grep -q "precision: no data for fp8 on turing" "$tmp/nodata.err" || fail "no-data exit $rc: $(cat "$tmp/nodata.err")"
+
 # optimizer respects budgets
 "$ECO_BIN" optimize --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu "RTX 4090" --max-vram-gb 16 --max-latency-ms 50 --objective energy --json >"$tmp/o1.json"
 python3 - "$tmp/o1.json" <<'PY' || fail "optimize values"
