@@ -111,7 +111,23 @@ test('Your model: the page computes the same numbers as GET /v1/estimate', async
   assert.ok(opt.pareto_front.length > 1, 'a front with more than one configuration for this query');
   assert.equal(await page.locator('#opt-pareto tbody tr').count(), opt.pareto_front.length);
   assert.equal(await page.locator('#opt-pareto tbody tr').first().locator('td').nth(1).textContent(), opt.pareto_front[0].precision);
+  // every ΔE in the optimizer's tables carries its label, as the API gives it
+  const deltaCells = page.locator('#opt-pareto tbody td:nth-child(5)');
+  for (let i = 0; i < opt.pareto_front.length; i++) {
+    const c = opt.pareto_front[i];
+    const cell = (await deltaCells.nth(i).textContent()).trim();
+    if (c.precision === 'fp16') assert.equal(cell, 'baseline');
+    else assert.ok(cell.endsWith(c.basis.delta), `Pareto row ${i}: '${cell}' lacks '${c.basis.delta}'`);
+  }
   await page.screenshot({ path: join(SHOTS, 'estimate-preset.png'), fullPage: true });
+  // a link naming a card the select does not list: an nvidia-smi name resolves, a made-up one is an error naming it
+  await page.goto(`${srv.base}/estimate.html#model=Qwen2.5-7B&gpu=NVIDIA%20H100%2080GB%20HBM3&precision=nf4&batch=1&ctx=2048`);
+  await page.waitForFunction(() => { try { return JSON.parse(document.getElementById('est-json').textContent).input.gpu.startsWith('NVIDIA'); } catch { return false; } });
+  const smi = JSON.parse(await page.textContent('#est-json'));
+  assert.deepEqual(diffJson(smi, await apiEstimate({ gpu: 'NVIDIA H100 80GB HBM3', model: 'Qwen2.5-7B', precision: 'nf4', batch: '1', ctx: '2048' }), 1e-9), []);
+  await page.goto(`${srv.base}/estimate.html#model=Qwen2.5-7B&gpu=Voodoo%205&precision=nf4`);
+  await page.waitForSelector('#result .error-box');
+  assert.match(await page.textContent('#result .error-box'), /^gpu: unknown GPU 'Voodoo 5'/);
   assert.deepEqual(problems, []);
   await ctx.close();
 });

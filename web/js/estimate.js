@@ -62,7 +62,9 @@ function renderOpt(o) {
   const row = (c, tag) => el('tr', {},
     el('td', {}, tag), el('td', {}, c.precision), el('td', { class: 'num' }, c.batch),
     el('td', { class: 'num' }, Number.isFinite(c.energy_mj_per_token) ? `${fmtNum(c.energy_mj_per_token, 4)}` : `${fmtNum(c.energy_rel_fp16, 3)}× fp16`, ' ', badge(c.basis.energy)),
-    el('td', { class: `num ${signClass(c.delta_pct)}` }, c.precision === 'fp16' ? 'baseline' : fmtPct(c.delta_pct)),
+    c.precision === 'fp16' ? el('td', { class: 'num' }, 'baseline')
+      : el('td', { class: `num ${signClass(c.delta_pct)}`, title: `95% range ${fmtPct(c.delta_range95[0])} to ${fmtPct(c.delta_range95[1])}` },
+        fmtPct(c.delta_pct), ' ', badge(c.basis.delta)),
     el('td', { class: 'num' }, fmtNum(c.vram_gb, 3), ' ', badge('modelled')),
     el('td', { class: 'num' }, fmtNum(c.latency_ms, 3), ' ', badge('modelled')));
   const best = o.recommended || o.closest_infeasible;
@@ -86,6 +88,14 @@ function renderOpt(o) {
   if (o.rejected.length) parts.push(el('ul', { class: 'notes' }, ...o.rejected.map((x) => el('li', {}, `${x.precision}: ${x.reason}`))));
   parts.push(el('ul', { class: 'notes' }, ...o.notes.map((n) => el('li', {}, n))));
   $('opt').replaceChildren(...parts);
+}
+
+// A link may name a card, model or precision the select does not list ("NVIDIA H100 80GB HBM3", a typo):
+// setting .value would then blank it. Keep the name as an option, so the estimator resolves it or says why not.
+function setField(id, value) {
+  const f = $(id);
+  if (f.tagName === 'SELECT' && ![...f.options].some((o) => o.value === value)) f.append(el('option', { value }, `${value} (from the link)`));
+  f.value = value;
 }
 
 function run() {
@@ -117,7 +127,7 @@ async function main() {
   $('gpu').value = 'RTX 4090';
   $('precision').value = 'nf4';
   const h = readHash();
-  for (const f of FIELDS) if (h[f] !== undefined) $(f).value = h[f];
+  for (const f of FIELDS) if (h[f] !== undefined) setField(f, h[f]);
   const syncPreset = () => {
     const m = info.models.find((x) => x.name === $('model').value);
     if (m) { $('params').value = +m.params_b.toPrecision(6); $('params').dataset.preset = $('params').value; } else delete $('params').dataset.preset;
@@ -132,7 +142,7 @@ async function main() {
   // a pasted or edited permalink on the open page (replaceState in run() does not fire this)
   window.addEventListener('hashchange', () => {
     const s = readHash();
-    for (const f of FIELDS) if (s[f] !== undefined) $(f).value = s[f];
+    for (const f of FIELDS) if (s[f] !== undefined) setField(f, s[f]);
     if (s.model && !s.params) syncPreset();
     run();
   });
