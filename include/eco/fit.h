@@ -252,8 +252,10 @@ bool eco_fp16_baseline_has_card(const eco_fp16_baseline *b, double params_b, con
  * (A800, Mistral-7B, pure INT8, batch 1-64; log-log interpolation, flat beyond 64). */
 double eco_batch_energy_factor(int batch);
 /* Where that factor comes from for this config: measured only at the sweep's own batches of its own config (ampere,
- * int8, ~7B), interpolated / extrapolated between / beyond them there, estimated (borrowed) everywhere else. */
-eco_label eco_batch_label(const char *arch, eco_precision precision, double params_b, int batch);
+ * the A800 card or no card named, int8, ~7B), interpolated / extrapolated between / beyond them there, estimated
+ * (borrowed) everywhere else, the A100 included. */
+#define ECO_BATCH_SWEEP_CARD "A800"
+eco_label eco_batch_label(const char *arch, const char *card, eco_precision precision, double params_b, int batch);
 
 /* ---- GPUs and optimizer ---- */
 typedef struct {

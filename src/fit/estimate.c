@@ -106,10 +106,13 @@ double eco_batch_energy_factor(int batch)
     return sweep_j1k[n - 1] / sweep_j1k[0];
 }
 
-eco_label eco_batch_label(const char *arch, eco_precision precision, double params_b, int batch)
+eco_label eco_batch_label(const char *arch, const char *card, eco_precision precision, double params_b, int batch)
 {
     if (batch <= 1) return ECO_LABEL_MEASURED; /* every ΔE is a batch-1 measurement */
-    bool sweep_config = arch && !strcmp(arch, "ampere") && precision == ECO_PREC_INT8 && fabs(params_b - 7.0) < 0.5;
+    /* an A100 shares the arch, not the card: its memory and clocks differ from the A800 the sweep ran on */
+    bool sweep_card = !card || eco_gpu_exact(card) == eco_gpu_exact(ECO_BATCH_SWEEP_CARD);
+    eco_clear_error();
+    bool sweep_config = arch && !strcmp(arch, "ampere") && sweep_card && precision == ECO_PREC_INT8 && fabs(params_b - 7.0) < 0.5;
     if (!sweep_config) return ECO_LABEL_ESTIMATED; /* the factor is borrowed from another precision / arch / size */
     const size_t n = sizeof sweep_batch / sizeof sweep_batch[0];
     for (size_t i = 0; i < n; i++)
@@ -223,7 +226,7 @@ eco_err eco_fp16_energy_on(const eco_fp16_baseline *b, double N, const char *car
     if (batch > 1) {
         double f = eco_batch_energy_factor(batch);
         out->value_mj *= f; out->lo_mj *= f; out->hi_mj *= f;
-        out->label = worse(out->label, eco_batch_label(NULL, ECO_PREC_FP16, N, batch));
+        out->label = worse(out->label, eco_batch_label(NULL, card, ECO_PREC_FP16, N, batch));
         if (widen == 0)
             out->basis_note = "fp16 baseline times the batch factor borrowed from the A800 INT8 sweep (no fp16 batch sweep): "
                               "estimated, range widened";
@@ -448,7 +451,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
     /* absolute energy: only from this arch's own fp16 baseline (another card's J/token would be a different number) */
     e->batch_factor = eco_batch_energy_factor(q->batch);
-    e->batch_label = eco_batch_label(q->arch, q->precision, N, q->batch);
+    e->batch_label = eco_batch_label(q->arch, q->card, q->precision, N, q->batch);
     if (q->batch > 1) {
         note(e, "ΔE is a batch-1 measurement; absolute energy at batch %d uses the measured A800 Mistral-7B pure-INT8 "
                 "batch sweep (factor %.3f)%s%s",

@@ -344,7 +344,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->bound = t_mem >= t_cmp ? "memory" : "compute";
             c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
             double f = eco_batch_energy_factor(b);
-            c->batch_label = eco_batch_label(arch, (eco_precision)p, N, b);
+            c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
             c->energy_rel_fp16 = (1 + dpct / 100) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
             c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;

@@ -628,11 +628,15 @@ static void test_optimizer_pinned_batch(void **state)
     q.batch = ECO_OPT_MAX_BATCH + 1;
     assert_int_equal(eco_optimize_run(set, &q, r), ECO_EINVAL);
     /* the label rule itself: only the sweep's own config is measured, and only at its batches */
-    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 7.2, 16), ECO_LABEL_MEASURED);
-    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 7.2, 24), ECO_LABEL_INTERPOLATED);
-    assert_int_equal(eco_batch_label("ampere", ECO_PREC_INT8, 13, 16), ECO_LABEL_ESTIMATED);
-    assert_int_equal(eco_batch_label("ada", ECO_PREC_INT8, 7, 16), ECO_LABEL_ESTIMATED);
-    assert_int_equal(eco_batch_label("ada", ECO_PREC_NF4, 7, 1), ECO_LABEL_MEASURED);
+    assert_int_equal(eco_batch_label("ampere", NULL, ECO_PREC_INT8, 7.2, 16), ECO_LABEL_MEASURED);
+    assert_int_equal(eco_batch_label("ampere", "A800", ECO_PREC_INT8, 7.2, 16), ECO_LABEL_MEASURED);
+    assert_int_equal(eco_batch_label("ampere", "NVIDIA A800 80GB PCIe", ECO_PREC_INT8, 7.2, 16), ECO_LABEL_MEASURED);
+    assert_int_equal(eco_batch_label("ampere", NULL, ECO_PREC_INT8, 7.2, 24), ECO_LABEL_INTERPOLATED);
+    assert_int_equal(eco_batch_label("ampere", NULL, ECO_PREC_INT8, 13, 16), ECO_LABEL_ESTIMATED);
+    /* the sweep's arch on another card */
+    assert_int_equal(eco_batch_label("ampere", "A100", ECO_PREC_INT8, 7.2, 16), ECO_LABEL_ESTIMATED);
+    assert_int_equal(eco_batch_label("ada", NULL, ECO_PREC_INT8, 7, 16), ECO_LABEL_ESTIMATED);
+    assert_int_equal(eco_batch_label("ada", "RTX 4090", ECO_PREC_NF4, 7, 1), ECO_LABEL_MEASURED);
     free(r);
     free(set);
 }
