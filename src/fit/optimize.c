@@ -429,6 +429,13 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             }
         }
     }
+    if (r->best >= 0 && q->objective != ECO_OBJ_LATENCY && r->cand[r->best].precision != ECO_PREC_FP16) {
+        const eco_candidate *b = &r->cand[r->best];
+        if (b->delta_lo_pct < 0 && b->delta_hi_pct > 0)
+            onote(r, "%s's ΔE (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) does not tell it from fp16: it is recommended on its "
+                     "central value, and fp16 at the same batch may use as little energy",
+                  eco_precision_name(b->precision), b->delta_pct, b->delta_lo_pct, b->delta_hi_pct);
+    }
     if (r->best >= 0) {
         r->closest_infeasible = -1;
         /* alternatives: the best config of each other precision first (more informative than batch neighbours),
