@@ -219,6 +219,10 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
         put_candidate(&s, best);
         sb_printf(&s, ".");
         put_recommended_n(&s, svc, r);
+        const json_t *dr = at(best, "delta_range95");
+        if (strcmp(strv(best, "precision", "fp16"), "fp16") && json_array_size(dr) == 2 &&
+            json_number_value(json_array_get(dr, 0)) < 0 && json_number_value(json_array_get(dr, 1)) > 0)
+            sb_printf(&s, " Its ΔE range includes 0: the data cannot tell its energy from FP16's at the same batch.");
         sb_printf(&s, " %lld of %lld configurations fit the budgets", (long long)json_integer_value(at(r, "feasible_count")),
                   (long long)json_integer_value(at(r, "candidates_count")));
         sb_printf(&s, " (VRAM <= ");

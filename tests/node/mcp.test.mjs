@@ -257,6 +257,13 @@ test('recommend_config with a preset model and with an impossible budget', async
   assert.ok(Math.abs(r.structuredContent.input.params_b - qwen.params_b) < 1e-9);
   assert.match(summary(r), /^Best for balanced: Qwen2.5-7B on RTX 4090/);
 
+  // a pick whose ΔE range includes 0 says the data cannot tell it from fp16 (T4 Qwen2.5-3B nf4: -3.3% to +0.6%)
+  const close = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'T4', model: 'Qwen2.5-3B' } });
+  const [lo, hi] = close.structuredContent.recommended.delta_range95;
+  assert.ok(close.structuredContent.recommended.precision !== 'fp16' && lo < 0 && hi > 0, JSON.stringify(close.structuredContent.recommended));
+  assert.ok(summary(close).includes("Its ΔE range includes 0: the data cannot tell its energy from FP16's"), summary(close));
+  assert.ok(!summary(r).includes('range includes 0'), summary(r));
+
   const none = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'RTX 4090', params_b: 70, max_vram_gb: 2 } });
   assert.equal(none.isError, false);
   assert.equal(none.structuredContent.recommended, null);
