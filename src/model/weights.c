@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
@@ -548,28 +549,33 @@ static eco_err save_item_fill(eco_weights *w, save_item *it, eco_dtype dt)
     return ECO_OK;
 }
 
-eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int shards)
+/* A folder that already holds a checkpoint's files: writing into it would mix two checkpoints (the loader reads an
+ * old index and its shards before a new model.safetensors). */
+static eco_err refuse_checkpoint_folder(const char *dir)
 {
-    const eco_model_config *c = &w->cfg;
-    if (dtype != ECO_DT_F32 && dtype != ECO_DT_F16 && dtype != ECO_DT_BF16)
-        return eco_fail(ECO_EINVAL, "saving weights: dtype must be F32, F16 or BF16");
-    if (shards < 1 || shards > 64) return eco_fail(ECO_EINVAL, "saving weights: shards must be 1..64");
-    if (mkdir(dir, 0777) && errno != EEXIST) return eco_fail(ECO_EIO, "%s: %s", dir, strerror(errno));
-    char path[4096];
-    char *cfg_json;
-    eco_err e = eco_model_config_to_json(c, &cfg_json);
-    if (e) return e;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) { free(cfg_json); return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno)); }
-    bool ok = fputs(cfg_json, f) >= 0;
-    free(cfg_json);
-    if (fclose(f) || !ok) return eco_fail(ECO_EIO, "%s: write failed", path);
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? ECO_OK : eco_fail(ECO_EIO, "%s: %s", dir, strerror(errno));
+    char found[256] = "";
+    for (struct dirent *ent; (ent = readdir(d)) && !found[0];) {
+        const char *n = ent->d_name;
+        size_t len = strlen(n);
+        bool shard = !strncmp(n, "model", 5) && len > 12 && !strcmp(n + len - 12, ".safetensors");
+        if (shard || !strcmp(n, "config.json") || !strcmp(n, "model.safetensors.index.json"))
+            snprintf(found, sizeof found, "%s", n);
+    }
+    closedir(d);
+    if (found[0])
+        return eco_fail(ECO_EINVAL, "%s already holds a checkpoint (%s): save into a new or empty folder, so no file of "
+                                    "another checkpoint is read with this one", dir, found);
+    return ECO_OK;
+}
 
-    /* Enumerate HF tensors; Phi-3 fuses q/k/v and gate/up; biases and the untied head as the config says. */
+/* Enumerate the HF tensors of a config: Phi-3 fuses q/k/v and gate/up; biases and the untied head as it says. */
+static save_item *save_items(const eco_model_config *c, size_t *count)
+{
     size_t cap = (size_t)c->layers * ECO_W_COUNT + ECO_W_COUNT, n = 0;
     save_item *items = calloc(cap, sizeof *items);
-    if (!items) return eco_fail(ECO_ENOMEM, "out of memory");
+    if (!items) return NULL;
     bool phi3 = c->family == ECO_FAMILY_PHI3;
     for (int k = 0; k < ECO_W_COUNT; k++) {
         eco_weight_kind kind = (eco_weight_kind)k;
@@ -591,9 +597,77 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
             }
         }
     }
+    *count = n;
+    return items;
+}
+
+/* Shard boundaries of about equal bytes (by tensor count, an embedding-heavy model had one shard 7x another):
+ * a tensor goes to the shard its middle falls in, and each shard keeps at least one. cut[0..shards]. */
+static bool shard_cuts(const save_item *items, size_t n, int shards, size_t *cut)
+{
+    double *upto = calloc(n + 1, sizeof *upto); /* elements of items [0, k) */
+    if (!upto) return false;
+    for (size_t k = 0; k < n; k++) upto[k + 1] = upto[k] + (double)items[k].rows * (double)items[k].cols;
+    cut[0] = 0;
+    size_t at = 0;
+    for (int s = 1; s < shards; s++) {
+        while (at < n && (upto[at] + upto[at + 1]) / 2 < upto[n] * s / shards) at++;
+        size_t lo = cut[s - 1] + 1, hi = n - (size_t)(shards - s);
+        cut[s] = at < lo ? lo : at > hi ? hi : at;
+        at = cut[s];
+    }
+    cut[shards] = n;
+    free(upto);
+    return true;
+}
+
+static void shard_name(int s, int shards, char *out, size_t cap)
+{
+    if (shards == 1) snprintf(out, cap, "model.safetensors");
+    else snprintf(out, cap, "model-%05d-of-%05d.safetensors", s + 1, shards);
+}
+
+static eco_err write_config(const eco_model_config *c, eco_dtype dtype, const char *path)
+{
+    eco_model_config saved = *c; /* its torch_dtype is the dtype of these files */
+    snprintf(saved.torch_dtype, sizeof saved.torch_dtype, "%s", dtype == ECO_DT_F16 ? "float16" : dtype == ECO_DT_BF16 ? "bfloat16" : "float32");
+    char *cfg_json;
+    eco_err e = eco_model_config_to_json(&saved, &cfg_json);
+    if (e) return e;
+    FILE *f = fopen(path, "w");
+    if (!f) { free(cfg_json); return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno)); }
+    bool ok = fputs(cfg_json, f) >= 0;
+    free(cfg_json);
+    if (fclose(f) || !ok) return eco_fail(ECO_EIO, "%s: write failed", path);
+    return ECO_OK;
+}
+
+eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int shards)
+{
+    const eco_model_config *c = &w->cfg;
+    if (dtype != ECO_DT_F32 && dtype != ECO_DT_F16 && dtype != ECO_DT_BF16)
+        return eco_fail(ECO_EINVAL, "saving weights: dtype must be F32, F16 or BF16");
+    if (shards < 1 || shards > 64) return eco_fail(ECO_EINVAL, "saving weights: shards must be 1..64");
+    eco_err e = refuse_checkpoint_folder(dir);
+    if (e) return e;
+    size_t n;
+    save_item *items = save_items(c, &n);
+    if (!items) return eco_fail(ECO_ENOMEM, "out of memory");
+    if ((size_t)shards > n) {
+        free(items);
+        return eco_fail(ECO_EINVAL, "saving weights: %d shards for %zu tensors (at most one a shard)", shards, n);
+    }
+    size_t cut[65];
+    if (!shard_cuts(items, n, shards, cut)) { free(items); return eco_fail(ECO_ENOMEM, "out of memory"); }
+    if (mkdir(dir, 0777) && errno != EEXIST) { free(items); return eco_fail(ECO_EIO, "%s: %s", dir, strerror(errno)); }
+
+    /* shards, then the index, then config.json: a folder with a config is a whole checkpoint; a failure removes
+     * what was written */
+    char path[4096], fname[64];
+    int written = 0;
     json_t *wmap = json_object();
     for (int s = 0; s < shards && !e; s++) {
-        size_t i0 = n * (size_t)s / (size_t)shards, i1 = n * (size_t)(s + 1) / (size_t)shards;
+        size_t i0 = cut[s], i1 = cut[s + 1];
         eco_st_write_tensor *wt = calloc(i1 - i0 + 1, sizeof *wt);
         if (!wt) { e = eco_fail(ECO_ENOMEM, "out of memory"); break; }
         for (size_t i = i0; i < i1 && !e; i++) {
@@ -608,13 +682,12 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
             t->shape[1] = it->cols;
             t->data = it->data;
         }
-        char fname[64];
-        if (shards == 1) snprintf(fname, sizeof fname, "model.safetensors");
-        else snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, shards);
+        shard_name(s, shards, fname, sizeof fname);
         snprintf(path, sizeof path, "%s/%s", dir, fname);
         if (!e) {
             const char *meta[] = {"format", "pt"};
             e = eco_safetensors_write(path, wt, i1 - i0, meta, 1);
+            if (!e) written = s + 1;
         }
         for (size_t i = i0; i < i1; i++) {
             json_object_set_new(wmap, items[i].name, json_string(fname));
@@ -623,15 +696,32 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
         }
         free(wt);
     }
-    for (size_t i = 0; i < n; i++) free(items[i].data);
+    for (size_t k = 0; k < n; k++) free(items[k].data);
     free(items);
+    bool index_written = false;
     if (!e && shards > 1) {
         json_t *idx = json_pack("{s:{}, s:o}", "metadata", "weight_map", wmap);
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
         if (json_dump_file(idx, path, JSON_INDENT(2))) e = eco_fail(ECO_EIO, "%s: write failed", path);
+        else index_written = true;
         json_decref(idx);
     } else {
         json_decref(wmap);
+    }
+    if (!e) {
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        e = write_config(c, dtype, path);
+    }
+    if (e) {
+        for (int s = 0; s < written; s++) {
+            shard_name(s, shards, fname, sizeof fname);
+            snprintf(path, sizeof path, "%s/%s", dir, fname);
+            unlink(path);
+        }
+        if (index_written) {
+            snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+            unlink(path);
+        }
     }
     return e;
 }

@@ -315,6 +315,50 @@ static void test_checkpoint_errors(void **state)
     snprintf(p, sizeof p, "%s/empty", tmpdir);
     mkdir(p, 0777);
     assert_int_equal(eco_weights_open(p, &c, &ck), ECO_ENOTFOUND);
+    /* saving over a checkpoint is refused (its old index would be read with the new config), an empty folder is fine */
+    assert_int_equal(eco_weights_save(syn, dir, ECO_DT_F32, 1), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "already holds a checkpoint"));
+    assert_int_equal(eco_weights_save(syn, p, ECO_DT_F32, 1), ECO_OK);
+    assert_int_equal(eco_weights_save(syn, p, ECO_DT_F32, 1), ECO_EINVAL);
+    /* more shards than tensors: refused, and nothing is left behind */
+    snprintf(p, sizeof p, "%s/too-many-shards", tmpdir);
+    assert_int_equal(eco_weights_save(syn, p, ECO_DT_F32, 64), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "64 shards for"));
+    struct stat st;
+    assert_int_not_equal(stat(p, &st), 0);
+    eco_weights_free(syn);
+}
+
+/* Shards hold about equal bytes (the embedding is one of many tensors), and config.json names the files' dtype. */
+static void test_checkpoint_shards_balanced(void **state)
+{
+    (void)state;
+    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
+    c.layers = 12; /* tensors of several sizes, grouped by kind on disk */
+    eco_weights *syn;
+    assert_int_equal(eco_weights_synthetic(&c, 5, &syn), ECO_OK);
+    char dir[256], p[300];
+    snprintf(dir, sizeof dir, "%s/ck-balanced", tmpdir);
+    const int shards = 3;
+    assert_int_equal(eco_weights_save(syn, dir, ECO_DT_F16, shards), ECO_OK);
+    long size[3], total = 0, largest_tensor = (long)c.vocab * c.hidden * 2 + 1024; /* + a header's share */
+    for (int s = 0; s < shards; s++) {
+        snprintf(p, sizeof p, "%s/model-%05d-of-%05d.safetensors", dir, s + 1, shards);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        size[s] = (long)st.st_size;
+        total += size[s];
+    }
+    for (int s = 0; s < shards; s++) /* within one tensor of an even split */
+        assert_true(labs(size[s] - total / shards) <= largest_tensor);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(buf, "\"torch_dtype\": \"float16\""));
     eco_weights_free(syn);
 }
 
@@ -394,7 +438,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_round_trip), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_lying_headers),    cmocka_unit_test(test_checkpoint_round_trip),
-        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_synthetic), cmocka_unit_test(test_weights_cache_borrow),
+        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_checkpoint_shards_balanced), cmocka_unit_test(test_synthetic), cmocka_unit_test(test_weights_cache_borrow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
