@@ -12,11 +12,13 @@
 #include "eco/model.h"
 #include "eco/quant.h"
 
+#define ECO_ENGINE_MAX_CPU_THREADS 64
+
 typedef struct {
     eco_precision precision;  /* format of every linear layer (fp16 too: an ECO_PREC_FP16 eco_qweight) */
     eco_quant_options quant;  /* passed to eco_quantize */
     bool quantize_lm_head;    /* default false: the lm_head stays fp16 as in the reference stack */
-    int threads;              /* CPU worker threads; 0 = online CPUs (at most 64) */
+    int threads;              /* CPU worker threads, 0..ECO_ENGINE_MAX_CPU_THREADS; 0 = online CPUs (capped there) */
     int max_seq;              /* KV cache capacity in positions; 0 = min(max_position_embeddings, 4096) */
     bool kv_f16;              /* store K/V rounded to fp16 (as the GPU does); default fp32 */
 } eco_engine_options;

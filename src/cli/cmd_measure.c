@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "eco/cuda.h"
 #include "eco/engine.h"
@@ -46,32 +47,6 @@ static void usage(FILE *f)
           "  --schema FILE       schema to validate against (default: found beside the build or source tree)\n"
           "  --run-id ID  --quiet\n",
           f);
-}
-
-static int parse_int(const char *flag, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < lo || x > hi) {
-        fprintf(stderr, "eco measure: %s must be an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
-static int parse_double(const char *flag, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || *end || end == v || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "eco measure: %s must be a number in [%g, %g], got '%s'\n", flag, lo, hi, v);
-        return 0;
-    }
-    *out = x;
-    return 1;
 }
 
 static int parse_precisions(const char *list, eco_measure_options *o)
@@ -216,19 +191,19 @@ int eco_cmd_measure(int argc, char **argv)
         else if (!strcmp(f, "--schema")) { NEED_VALUE a.schema = v; }
         else if (!strcmp(f, "--run-id")) { NEED_VALUE a.run_id = v; }
         else if (!strcmp(f, "--precisions")) { NEED_VALUE if (!parse_precisions(v, &o)) return 2; }
-        else if (!strcmp(f, "--tokens")) { NEED_VALUE if (!parse_int(f, v, 1, 65536, &n)) return 2; o.tokens = (int)n; }
-        else if (!strcmp(f, "--blocks")) { NEED_VALUE if (!parse_int(f, v, 1, 10000, &n)) return 2; o.iterations = (int)n; }
-        else if (!strcmp(f, "--iterations")) { NEED_VALUE if (!parse_int(f, v, 1, 100000, &iterations)) return 2; }
-        else if (!strcmp(f, "--warmups")) { NEED_VALUE if (!parse_int(f, v, 0, 1000, &n)) return 2; o.warmups = (int)n; }
-        else if (!strcmp(f, "--prompt-tokens")) { NEED_VALUE if (!parse_int(f, v, 1, 8192, &n)) return 2; a.prompt_tokens = (int)n; }
-        else if (!strcmp(f, "--quality-tokens")) { NEED_VALUE if (!parse_int(f, v, 0, 8192, &n)) return 2; a.quality_tokens = (int)n; }
-        else if (!strcmp(f, "--gpu-index")) { NEED_VALUE if (!parse_int(f, v, 0, 64, &n)) return 2; a.gpu_index = (int)n; }
-        else if (!strcmp(f, "--threads")) { NEED_VALUE if (!parse_int(f, v, 0, 256, &n)) return 2; a.threads = (int)n; }
-        else if (!strcmp(f, "--seed")) { NEED_VALUE if (!parse_int(f, v, 0, LONG_MAX, &n)) return 2; o.seed = (uint64_t)n; }
-        else if (!strcmp(f, "--weights-seed")) { NEED_VALUE if (!parse_int(f, v, 0, LONG_MAX, &n)) return 2; a.weights_seed = (uint64_t)n; }
-        else if (!strcmp(f, "--window")) { NEED_VALUE if (!parse_double(f, v, 0.001, 3600, &d)) return 2; o.min_window_s = d; }
-        else if (!strcmp(f, "--idle")) { NEED_VALUE if (!parse_double(f, v, 0, 600, &d)) return 2; o.idle_s = d; }
-        else if (!strcmp(f, "--int8-threshold")) { NEED_VALUE if (!parse_double(f, v, 0, 1e6, &d)) return 2; a.int8_threshold = d; }
+        else if (!strcmp(f, "--tokens")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 65536, &n)) return 2; o.tokens = (int)n; }
+        else if (!strcmp(f, "--blocks")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 10000, &n)) return 2; o.iterations = (int)n; }
+        else if (!strcmp(f, "--iterations")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 100000, &iterations)) return 2; }
+        else if (!strcmp(f, "--warmups")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, 1000, &n)) return 2; o.warmups = (int)n; }
+        else if (!strcmp(f, "--prompt-tokens")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 8192, &n)) return 2; a.prompt_tokens = (int)n; }
+        else if (!strcmp(f, "--quality-tokens")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, 8192, &n)) return 2; a.quality_tokens = (int)n; }
+        else if (!strcmp(f, "--gpu-index")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, 64, &n)) return 2; a.gpu_index = (int)n; }
+        else if (!strcmp(f, "--threads")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, ECO_ENGINE_MAX_CPU_THREADS, &n)) return 2; a.threads = (int)n; }
+        else if (!strcmp(f, "--seed")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, LONG_MAX, &n)) return 2; o.seed = (uint64_t)n; }
+        else if (!strcmp(f, "--weights-seed")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 0, LONG_MAX, &n)) return 2; a.weights_seed = (uint64_t)n; }
+        else if (!strcmp(f, "--window")) { NEED_VALUE if (!eco_arg_double("eco measure", f, v, 0.001, 3600, &d)) return 2; o.min_window_s = d; }
+        else if (!strcmp(f, "--idle")) { NEED_VALUE if (!eco_arg_double("eco measure", f, v, 0, 600, &d)) return 2; o.idle_s = d; }
+        else if (!strcmp(f, "--int8-threshold")) { NEED_VALUE if (!eco_arg_double("eco measure", f, v, 0, 1e6, &d)) return 2; a.int8_threshold = d; }
         else { fprintf(stderr, "eco measure: unknown option '%s'\n", f); usage(stderr); return 2; }
 #undef NEED_VALUE
     }

@@ -1,9 +1,11 @@
 /* eco model list | info NAME | info --config config.json | generate ... */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "eco/engine.h"
 #include "eco/model.h"
@@ -106,25 +108,28 @@ static int cmd_generate(int argc, char **argv)
     int tokens = 16;
     eco_engine_options o;
     eco_engine_options_default(&o);
+    static const char cmd[] = "eco model generate";
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        double d;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (!strcmp(a, "--synthetic")) continue;
         if (!strcmp(a, "--quantize-lm-head")) { o.quantize_lm_head = true; continue; }
-        if (!v) { fprintf(stderr, "eco model generate: %s needs a value\n", a); return 2; }
+        if (!v) { fprintf(stderr, "%s: %s needs a value (or is unknown)\n", cmd, a); return 2; }
         i++;
         if (!strcmp(a, "--preset")) preset = v;
         else if (!strcmp(a, "--weights")) weights_dir = v;
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--tokens")) tokens = atoi(v);
-        else if (!strcmp(a, "--threads")) o.threads = atoi(v);
-        else if (!strcmp(a, "--max-seq")) o.max_seq = atoi(v);
-        else if (!strcmp(a, "--int8-threshold")) o.quant.int8_threshold = strtof(v, NULL);
+        else if (!strcmp(a, "--seed")) { if (!eco_arg_long(cmd, a, v, 0, LONG_MAX, &n)) return 2; seed = (uint64_t)n; }
+        else if (!strcmp(a, "--tokens")) { if (!eco_arg_long(cmd, a, v, 1, 100000, &n)) return 2; tokens = (int)n; }
+        else if (!strcmp(a, "--threads")) { if (!eco_arg_long(cmd, a, v, 0, ECO_ENGINE_MAX_CPU_THREADS, &n)) return 2; o.threads = (int)n; }
+        else if (!strcmp(a, "--max-seq")) { if (!eco_arg_long(cmd, a, v, 0, 1 << 20, &n)) return 2; o.max_seq = (int)n; }
+        else if (!strcmp(a, "--int8-threshold")) { if (!eco_arg_double(cmd, a, v, 0, 1e6, &d)) return 2; o.quant.int8_threshold = (float)d; }
         else if (!strcmp(a, "--prompt-ids")) prompt = v;
         else if (!strcmp(a, "--precision")) {
             if (eco_precision_parse(v, &o.precision)) { fprintf(stderr, "eco model generate: %s\n", eco_last_error()); return 2; }
         } else { fprintf(stderr, "eco model generate: unknown option %s\n", a); usage(stderr); return 2; }
     }
-    if (tokens < 1 || tokens > 100000) { fprintf(stderr, "eco model generate: --tokens must be 1..100000\n"); return 2; }
     if (!preset == !weights_dir) { fprintf(stderr, "eco model generate: give --preset NAME (synthetic weights) or --weights DIR\n"); return 2; }
     int32_t *ids;
     int n_ids;
@@ -170,11 +175,17 @@ static int cmd_save(int argc, char **argv)
     unsigned long long seed = 1;
     int shards = 1;
     for (int i = 2; i < argc; i++) {
+        long n;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtype = argv[++i];
-        else if (!strcmp(argv[i], "--shards") && i + 1 < argc) shards = atoi(argv[++i]);
-        else if (argv[i][0] != '-' && !name) name = argv[i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (!eco_arg_long("eco model save", argv[i], argv[i + 1], 0, LONG_MAX, &n)) return 2;
+            seed = (unsigned long long)n, i++;
+        } else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtype = argv[++i];
+        else if (!strcmp(argv[i], "--shards") && i + 1 < argc) {
+            if (!eco_arg_long("eco model save", argv[i], argv[i + 1], 1, 64, &n)) return 2;
+            shards = (int)n, i++;
+        } else if (argv[i][0] != '-' && !name) name = argv[i];
         else { fprintf(stderr, "eco model save: unexpected argument \"%s\"\n", argv[i]); return 2; }
     }
     if (!name || !out) { usage(stderr); return 2; }
@@ -182,10 +193,12 @@ static int cmd_save(int argc, char **argv)
     if (!c) { fprintf(stderr, "eco model save: unknown model \"%s\" (eco model list)\n", name); return 2; }
     eco_dtype dt = !strcmp(dtype, "f16") ? ECO_DT_F16 : !strcmp(dtype, "bf16") ? ECO_DT_BF16 : !strcmp(dtype, "f32") ? ECO_DT_F32 : ECO_DT_COUNT;
     if (dt == ECO_DT_COUNT) { fprintf(stderr, "eco model save: --dtype must be f16, bf16 or f32\n"); return 2; }
-    eco_weights *w;
-    if (eco_weights_synthetic(c, seed, &w) || eco_weights_save(w, out, dt, shards)) {
+    eco_weights *w = NULL;
+    eco_err e = eco_weights_synthetic(c, seed, &w);
+    if (e || (e = eco_weights_save(w, out, dt, shards))) {
         fprintf(stderr, "eco model save: %s\n", eco_last_error());
-        return 1;
+        eco_weights_free(w);
+        return eco_cli_exit_status(e);
     }
     eco_weights_free(w);
     printf("wrote %s (%s, synthetic seed %llu, %s)\n", out, c->name, seed, dtype);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "eco/api.h"
 #include "eco/service.h"
@@ -20,19 +21,6 @@ static void usage(FILE *out)
                  "  --host ADDR    address to bind (default 127.0.0.1)\n"
                  "  --port N       TCP port (default 8080; 0 = any free port, printed at start)\n"
                  "  --threads N    worker threads (default: number of CPUs)\n");
-}
-
-static int parse_uint(const char *flag, const char *s, unsigned long max, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v > max) {
-        fprintf(stderr, "eco serve: %s must be an integer 0..%lu, got '%s'\n", flag, max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 int eco_cmd_serve(int argc, char **argv)
@@ -52,11 +40,9 @@ int eco_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--db")) db = v;
         else if (!strcmp(a, "--web")) web = v;
         else if (!strcmp(a, "--host")) host = v;
-        else if (!strcmp(a, "--port")) { if (parse_uint("--port", v, 65535, &port)) return 2; }
-        else if (!strcmp(a, "--threads")) {
-            if (parse_uint("--threads", v, 1024, &threads)) return 2;
-            if (!threads) { fprintf(stderr, "eco serve: --threads must be at least 1\n"); return 2; }
-        } else {
+        else if (!strcmp(a, "--port")) { long n; if (!eco_arg_long("eco serve", a, v, 0, 65535, &n)) return 2; port = (unsigned long)n; }
+        else if (!strcmp(a, "--threads")) { long n; if (!eco_arg_long("eco serve", a, v, 1, 1024, &n)) return 2; threads = (unsigned long)n; }
+        else {
             fprintf(stderr, "eco serve: unknown option '%s'\n", a);
             usage(stderr);
             return 2;

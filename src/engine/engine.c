@@ -48,7 +48,9 @@ eco_err eco_engine_create_on(const eco_backend *be, eco_weights *w, const eco_en
     eco_engine_options def;
     if (!o) { eco_engine_options_default(&def); o = &def; }
     if ((unsigned)o->precision >= ECO_PREC_COUNT) return eco_fail_field(ECO_EINVAL, "precision", "precision %d out of range", (int)o->precision);
-    if (o->threads < 0 || o->max_seq < 0) return eco_fail(ECO_EINVAL, "engine options: threads and max_seq must be >= 0");
+    if (o->threads < 0 || o->threads > ECO_ENGINE_MAX_CPU_THREADS)
+        return eco_fail(ECO_EINVAL, "engine options: threads must be 0..%d (0 = the online CPUs), got %d", ECO_ENGINE_MAX_CPU_THREADS, o->threads);
+    if (o->max_seq < 0) return eco_fail(ECO_EINVAL, "engine options: max_seq must be >= 0");
     const eco_model_config *c = eco_weights_config(w);
     if ((e = eco_model_config_validate(c))) return e;
     eco_engine *eng = calloc(1, sizeof *eng);

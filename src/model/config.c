@@ -135,6 +135,39 @@ static eco_err parse_rope_scaling(json_t *rs, eco_model_config *c)
     return ECO_OK;
 }
 
+/* Which layers the window applies to. The engine windows all layers or none, as Mistral and Phi-3 do. Qwen2 windows
+ * only layers >= max_window_layers (HF Qwen2Config; default 28), and newer configs list "layer_types" per layer: a
+ * split between windowed and full layers is refused rather than run as all-windowed. */
+static eco_err parse_window_layers(json_t *root, const eco_model_config *c, bool windowed, bool *use_sw)
+{
+    int first = 0; /* first windowed layer */
+    json_t *types = json_object_get(root, "layer_types");
+    eco_err e;
+    if (types && !json_is_null(types)) {
+        if (!json_is_array(types) || json_array_size(types) != (size_t)c->layers)
+            return eco_fail_field(ECO_EINVAL, "layer_types", "layer_types must list one type per layer (%d)", c->layers);
+        int sliding = 0;
+        for (size_t i = 0; i < json_array_size(types); i++) {
+            const char *t = json_string_value(json_array_get(types, i));
+            if (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention")))
+                return eco_fail_field(ECO_EINVAL, "layer_types", "layer_types[%zu] must be \"full_attention\" or \"sliding_attention\"", i);
+            sliding += !strcmp(t, "sliding_attention");
+        }
+        if (sliding && sliding < c->layers)
+            return eco_fail_field(ECO_EUNSUPPORTED, "layer_types", "a sliding window on %d of %d layers is not supported "
+                                  "(only on all layers or none)", sliding, c->layers);
+        *use_sw = windowed && sliding == c->layers;
+        return ECO_OK;
+    }
+    if (c->family != ECO_FAMILY_QWEN2 || !windowed) { *use_sw = windowed; return ECO_OK; }
+    if ((e = get_int(root, "max_window_layers", false, 28, &first))) return e;
+    if (first > 0 && first < c->layers)
+        return eco_fail_field(ECO_EUNSUPPORTED, "max_window_layers", "a sliding window on layers %d..%d of %d "
+                              "(max_window_layers %d) is not supported (only on all layers or none)", first, c->layers - 1, c->layers, first);
+    *use_sw = first <= 0;
+    return ECO_OK;
+}
+
 static eco_err parse_root(json_t *root, eco_model_config *out)
 {
     eco_model_config c;
@@ -181,9 +214,11 @@ static eco_err parse_root(json_t *root, eco_model_config *out)
     json_t *act = json_object_get(root, "hidden_act");
     if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu")))
         return eco_fail_field(ECO_EUNSUPPORTED, "hidden_act", "hidden_act must be \"silu\"");
-    bool attn_bias = false, use_sw = true;
+    bool attn_bias = false, mlp_bias = false, use_sw = true;
     if ((e = get_bool(root, "attention_bias", false, &attn_bias))) return e;
     if (attn_bias) return eco_fail_field(ECO_EUNSUPPORTED, "attention_bias", "attention_bias=true is not supported");
+    if ((e = get_bool(root, "mlp_bias", false, &mlp_bias))) return e;
+    if (mlp_bias) return eco_fail_field(ECO_EUNSUPPORTED, "mlp_bias", "mlp_bias=true is not supported (its bias tensors would be ignored)");
     double prf = 1.0;
     if ((e = get_num(root, "", "partial_rotary_factor", false, 1.0, &prf))) return e;
     if (prf != 1.0) return eco_fail_field(ECO_EUNSUPPORTED, "partial_rotary_factor", "partial_rotary_factor != 1 is not supported");
@@ -193,6 +228,7 @@ static eco_err parse_root(json_t *root, eco_model_config *out)
     if ((e = get_bool(root, "use_sliding_window", c.family != ECO_FAMILY_QWEN2, &use_sw))) return e;
     int sw = 0;
     if ((e = get_int(root, "sliding_window", false, 0, &sw))) return e;
+    if ((e = parse_window_layers(root, &c, use_sw && sw > 0, &use_sw))) return e;
     c.sliding_window = use_sw ? sw : 0;
 
     if ((e = parse_rope_scaling(json_object_get(root, "rope_scaling"), &c))) return e;
@@ -261,7 +297,10 @@ eco_err eco_model_config_to_json(const eco_model_config *c, char **out)
     json_object_set_new(r, "hidden_act", json_string("silu"));
     if (c->sliding_window) json_object_set_new(r, "sliding_window", json_integer(c->sliding_window));
     else json_object_set_new(r, "sliding_window", json_null());
-    if (c->family == ECO_FAMILY_QWEN2) json_object_set_new(r, "use_sliding_window", json_false());
+    if (c->family == ECO_FAMILY_QWEN2) { /* Qwen2 windows layers >= max_window_layers: all of them, or none */
+        json_object_set_new(r, "use_sliding_window", json_boolean(c->sliding_window > 0));
+        json_object_set_new(r, "max_window_layers", json_integer(c->sliding_window > 0 ? 0 : c->layers));
+    }
     if (c->rope_llama3)
         json_object_set_new(r, "rope_scaling",
                             json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor", c->rope_factor,

@@ -104,6 +104,49 @@ static void test_qwen2(void **state)
     assert_true(eco_model_param_count(&c) == eco_model_param_count(p));
 }
 
+static void expect_fail(const char *json, eco_err code, const char *field, const char *msg_part);
+
+/* Qwen2 windows layers >= max_window_layers (HF): with 2 layers, 2 means none, 0 all, 1 a split the engine
+ * refuses; "layer_types" says it per layer. mlp_bias has tensors the engine would ignore: refused. */
+static void test_window_layers_and_biases(void **state)
+{
+    (void)state;
+    static const char head[] = "{\"architectures\":[\"Qwen2ForCausalLM\"],\"hidden_size\":64,\"intermediate_size\":128,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"sliding_window\":16";
+    char j[512];
+    eco_model_config c;
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":2}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 0);
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true}", head); /* default max_window_layers 28 >= 2 layers */
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 0);
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":0}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 16);
+    /* it writes back as it reads */
+    char *out;
+    eco_model_config back;
+    assert_int_equal(eco_model_config_to_json(&c, &out), ECO_OK);
+    assert_int_equal(eco_model_config_from_json(out, &back), ECO_OK);
+    assert_int_equal(back.sliding_window, 16);
+    free(out);
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":1}", head);
+    expect_fail(j, ECO_EUNSUPPORTED, "max_window_layers", "layers 1..1 of 2");
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":false,\"max_window_layers\":1}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 0);
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"layer_types\":[\"sliding_attention\",\"sliding_attention\"]}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 16);
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"layer_types\":[\"full_attention\",\"sliding_attention\"]}", head);
+    expect_fail(j, ECO_EUNSUPPORTED, "layer_types", "1 of 2 layers");
+    snprintf(j, sizeof j, "%s,\"layer_types\":[\"full_attention\"]}", head);
+    expect_fail(j, ECO_EINVAL, "layer_types", "one type per layer");
+    snprintf(j, sizeof j, "%s,\"mlp_bias\":true}", head);
+    expect_fail(j, ECO_EUNSUPPORTED, "mlp_bias", "mlp_bias=true is not supported");
+}
+
 static void test_phi3(void **state)
 {
     (void)state;
@@ -219,7 +262,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama31),     cmocka_unit_test(test_llama3_inv_freq), cmocka_unit_test(test_qwen2),
-        cmocka_unit_test(test_phi3),        cmocka_unit_test(test_mistral_defaults), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_phi3), cmocka_unit_test(test_window_layers_and_biases),        cmocka_unit_test(test_mistral_defaults), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_file_and_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

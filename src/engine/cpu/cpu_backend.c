@@ -197,7 +197,7 @@ static eco_err cpu_create(const eco_model_config *c, eco_weights *w, const eco_e
     if (s->max_seq > c->max_pos) s->max_seq = c->max_pos;
     int nt = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
-    if (nt > 64) nt = 64;
+    if (nt > ECO_ENGINE_MAX_CPU_THREADS) nt = ECO_ENGINE_MAX_CPU_THREADS;
     eco_err e;
     if ((e = cpu_pool_create(nt, &s->pool))) { free(s); return e; }
 

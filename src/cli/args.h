@@ -1,0 +1,11 @@
+/* Option values of the eco subcommands: a whole decimal number in a range, or a clear message naming the flag. */
+#ifndef ECO_CLI_ARGS_H
+#define ECO_CLI_ARGS_H
+
+#include <stdbool.h>
+
+/* "eco measure: --tokens must be an integer in [1, 65536], got '2x'" on stderr and false, else *out and true. */
+bool eco_arg_long(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
+bool eco_arg_double(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out);
+
+#endif
