@@ -155,6 +155,10 @@ eco_err eco_weights_open(const char *path, const eco_model_config *c, eco_weight
 const eco_model_config *eco_weights_config(const eco_weights *w);
 /* The tensor as fp32 [rows*cols] in a new buffer (free()); layer is ignored for non-layer kinds. */
 eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n);
+/* eco_weights_get for the tensors the engines keep in 16 bits (norms, biases, the embedding): every value finite and
+ * within fp16's range, else ECO_EFORMAT naming the tensor and index (a NaN norm had made every logit NaN), and
+ * rounded to fp16 as a 16-bit checkpoint holds it. */
+eco_err eco_weights_get_fp16(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n);
 void eco_weights_free(eco_weights *w);
 /* Keeps every tensor fetched from now on in memory as fp32, so engines of several precisions built from the
  * same weights generate (or read) each tensor once. Costs 4 bytes per parameter of host memory. */

@@ -514,6 +514,27 @@ eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **ou
     return ECO_OK;
 }
 
+eco_err eco_weights_get_fp16(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n)
+{
+    eco_err e = eco_weights_get(w, k, layer, out, n);
+    if (e) return e;
+    float *v = *out;
+    for (uint64_t i = 0; i < *n; i++) {
+        if (isfinite(v[i]) && fabsf(v[i]) <= 65504.0f) {
+            v[i] = eco_f16_to_f32(eco_f32_to_f16(v[i]));
+            continue;
+        }
+        char name[160];
+        eco_weight_hf_name(&w->cfg, k, layer < 0 ? 0 : layer, name, sizeof name);
+        e = eco_fail(ECO_EFORMAT, "%s[%llu] = %g is %s", name, (unsigned long long)i, (double)v[i],
+                     isfinite(v[i]) ? "outside the fp16 range the engines keep it in" : "not finite");
+        free(v);
+        *out = NULL;
+        return e;
+    }
+    return ECO_OK;
+}
+
 /* ---------------- saving (fixtures, round trips) ---------------- */
 
 typedef struct {

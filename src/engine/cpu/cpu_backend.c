@@ -143,10 +143,7 @@ static float fp16_round(float f) { return eco_f16_to_f32(eco_f32_to_f16(f)); }
 static eco_err load_vec(eco_weights *w, eco_weight_kind k, int layer, float **out)
 {
     uint64_t n;
-    eco_err e = eco_weights_get(w, k, layer, out, &n);
-    if (e) return e;
-    for (uint64_t i = 0; i < n; i++) (*out)[i] = fp16_round((*out)[i]); /* a 16-bit checkpoint's values */
-    return ECO_OK;
+    return eco_weights_get_fp16(w, k, layer, out, &n); /* a 16-bit checkpoint's values */
 }
 
 static eco_err load_linear(cpu_state *s, eco_weights *w, eco_weight_kind k, int layer, eco_precision p, eco_qweight *q)
@@ -248,7 +245,7 @@ static eco_err cpu_create(const eco_model_config *c, eco_weights *w, const eco_e
     } else {
         float *f;
         uint64_t n;
-        if ((e = eco_weights_get(w, ECO_W_EMBED, 0, &f, &n))) goto fail;
+        if ((e = eco_weights_get_fp16(w, ECO_W_EMBED, 0, &f, &n))) goto fail;
         s->embed_own = malloc(n * sizeof *s->embed_own);
         if (!s->embed_own) { free(f); e = eco_fail(ECO_ENOMEM, "cpu backend: out of memory for the embedding"); goto fail; }
         for (uint64_t i = 0; i < n; i++) s->embed_own[i] = eco_f32_to_f16(f[i]);

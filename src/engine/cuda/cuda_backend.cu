@@ -641,7 +641,7 @@ eco_err load_vector(State *s, eco_weights *w, eco_weight_kind k, int layer, floa
 {
     float *t;
     uint64_t n;
-    eco_err e = eco_weights_get(w, k, layer, &t, &n);
+    eco_err e = eco_weights_get_fp16(w, k, layer, &t, &n); /* as the CPU reference holds it */
     if (e) return e;
     e = upload(s, out, t, n * sizeof(float));
     free(t);
@@ -652,7 +652,7 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
 {
     float *t;
     uint64_t n;
-    eco_err e = eco_weights_get(w, k, -1, &t, &n);
+    eco_err e = eco_weights_get_fp16(w, k, -1, &t, &n);
     if (e) return e;
     uint16_t *h = (uint16_t *)malloc(n * sizeof(uint16_t));
     if (!h) { free(t); return eco_fail(ECO_ENOMEM, "out of memory for %s", eco_weight_kind_name(k)); }
