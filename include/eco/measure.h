@@ -46,7 +46,7 @@ typedef struct {
     double min_window_s;   /* >= 10 s on a GPU; tests use less */
     int min_generations;   /* at least this many back-to-back generations per window (1) */
     double idle_s;         /* idle baseline length before and after (5 s) */
-    uint64_t seed;         /* block order and bootstrap */
+    uint64_t seed;         /* block order */
     unsigned sampler_period_ms; /* 10 */
     bool quiet;            /* no progress line on stderr */
 } eco_measure_options;

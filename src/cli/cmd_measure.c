@@ -41,7 +41,7 @@ static void usage(FILE *f)
           "  --gpu-index N       NVML device (0)\n"
           "  --reference-stack   cuda: launches one by one and the reference library's host syncs (no CUDA graph)\n"
           "  --double-quant      nf4 with double-quantized absmax;  --int8-threshold T (6.0);  --quantize-lm-head\n"
-          "  --seed N            block order and bootstrap seed;  --weights-seed N  synthetic weights seed (1)\n"
+          "  --seed N            block order seed;  --weights-seed N  synthetic weights seed (1)\n"
           "  --threads N         CPU backend threads (0 = all)\n"
           "  --out FILE          energy.json (default energy.json);  --report FILE  Markdown report (default report.md)\n"
           "  --schema FILE       schema to validate against (default: found beside the build or source tree)\n"

@@ -90,10 +90,10 @@ static json_t *comparison_json(const eco_config_summary *s, const char *basis, c
     json_object_set_new(c, "delta_pct", energy ? json_real(s->delta_pct) : json_null());
     json_object_set_new(c, "ci95_pct", energy && s->n >= 2 ? interval_or_null(s->delta_ci95_lo, s->delta_ci95_hi) : json_null());
     json_object_set_new(c, "n_pairs", json_integer(energy ? s->n : 0));
-    json_object_set_new(c, "method", json_string("paired-bootstrap-blocks"));
-    json_object_set_new(c, "bootstrap_resamples", json_integer(4000));
+    json_object_set_new(c, "method", json_string("paired-t-blocks"));
     const char *verdict = "unavailable";
-    if (energy) verdict = s->n < 2 ? "inconclusive" : s->delta_ci95_hi < 0 ? "saves" : s->delta_ci95_lo > 0 ? "costs" : "inconclusive";
+    if (energy) verdict = s->n < 2 || !isfinite(s->delta_ci95_lo) || !isfinite(s->delta_ci95_hi) ? "inconclusive"
+                          : s->delta_ci95_hi < 0 ? "saves" : s->delta_ci95_lo > 0 ? "costs" : "inconclusive";
     json_object_set_new(c, "verdict", json_string(verdict));
     if (!energy) json_object_set_new(c, "energy_unavailable_reason", json_string(reason));
     json_t *flags = json_array();

@@ -14,7 +14,6 @@
 #define WINDOW_AGREEMENT 0.03    /* per-window flag */
 #define CADENCE_MIN_MS 50.0
 #define CADENCE_MAX_MS 150.0
-#define BOOTSTRAP_REPS 4000
 
 struct eco_measurement {
     eco_measure_options opt;
@@ -446,7 +445,7 @@ eco_err eco_measurement_summary(const eco_measurement *m, int config, eco_config
     out->mean_power_w = eco_mean(pw, (size_t)n);
     out->delta_pct = out->delta_ci95_lo = out->delta_ci95_hi = NAN;
     if (config != 0 && n > 0 && !isnan(gross[0])) {
-        eco_interval d = eco_paired_delta_pct_ci95(gross, base, (size_t)n, BOOTSTRAP_REPS, m->opt.seed ^ (uint64_t)config);
+        eco_interval d = eco_paired_delta_pct_t95(gross, base, (size_t)n);
         out->delta_pct = d.point;
         out->delta_ci95_lo = d.lo;
         out->delta_ci95_hi = d.hi;

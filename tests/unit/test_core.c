@@ -61,15 +61,32 @@ static void test_paired_delta(void **state)
 {
     (void)state;
     double base[] = {100, 102, 98, 101, 99}, quant[] = {80, 81.6, 78.4, 80.8, 79.2}; /* exactly -20% each */
-    eco_interval d = eco_paired_delta_pct_ci95(quant, base, 5, 2000, 7);
+    eco_interval d = eco_paired_delta_pct_t95(quant, base, 5);
     assert_near(d.point, -20.0, 1e-9);
     assert_near(d.lo, -20.0, 1e-9); /* pairs move together: no spread */
     assert_near(d.hi, -20.0, 1e-9);
+    /* a paired t on log ratios: ratios 0.85 0.735 0.837 0.772 0.808 */
     double q2[] = {85, 75, 82, 78, 80};
-    eco_interval d2 = eco_paired_delta_pct_ci95(q2, base, 5, 2000, 7);
+    eco_interval d2 = eco_paired_delta_pct_t95(q2, base, 5);
+    double lr[5], m = 0, ss = 0;
+    for (int i = 0; i < 5; i++) m += (lr[i] = log(q2[i] / base[i])) / 5;
+    for (int i = 0; i < 5; i++) ss += (lr[i] - m) * (lr[i] - m);
+    double half = 2.776 * sqrt(ss / 4) / sqrt(5.0);
+    assert_near(d2.lo, 100 * (exp(m - half) - 1), 1e-6);
+    assert_near(d2.hi, 100 * (exp(m + half) - 1), 1e-6);
     assert_true(d2.lo < d2.point && d2.point < d2.hi);
-    eco_interval d3 = eco_paired_delta_pct_ci95(q2, base, 5, 2000, 7);
-    assert_near(d2.lo, d3.lo, 0); /* fixed seed, same answer */
+    /* two blocks at -23% and -31%: the data cannot exclude 0 (a percentile bootstrap gave [-31, -23], "saves") */
+    double b2[] = {100, 100}, q3[] = {77, 69};
+    eco_interval d3 = eco_paired_delta_pct_t95(q3, b2, 2);
+    assert_near(d3.point, -27.0, 1e-9);
+    assert_true(d3.lo < -60 && d3.hi > 0);
+    /* a window with no positive energy has no interval */
+    double q4[] = {77, -1};
+    eco_interval d4 = eco_paired_delta_pct_t95(q4, b2, 2);
+    assert_true(isnan(d4.lo) && isnan(d4.hi));
+    eco_interval d5 = eco_paired_delta_pct_t95(q3, b2, 1);
+    assert_near(d5.lo, -23.0, 1e-9);
+    assert_near(d5.hi, -23.0, 1e-9);
 }
 
 static void test_precision_names(void **state)

@@ -22,7 +22,7 @@ async function main() {
       ['min_generations', d.min_generations, 'at least this many generations per window'],
       ['idle_s', `${d.idle_s} s`, 'idle baseline before and after the run'],
       ['sampler_period_ms', `${d.sampler_period_ms} ms`, 'instant-power samples (a cross-check of the energy counter)'],
-      ['seed', d.seed, 'block order and bootstrap'],
+      ['seed', d.seed, 'block order'],
       ['max configurations', proto.max_configs, 'precisions in one session, fp16 first'],
     ]));
   const info = eco.infoCache;
