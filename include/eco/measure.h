@@ -119,6 +119,8 @@ typedef struct {
     double params_b;
     uint64_t synthetic_seed;
     const char *checkpoint_sha256;/* NULL when not computed */
+    double int8_mixed_threshold;  /* LLM.int8() outlier threshold of the run (6.0 by default) */
+    bool lm_head_quantized;       /* --quantize-lm-head: the head in each run's format, not fp16 */
     int prompt_tokens;
     const char *energy_unavailable_reason; /* required when no meter */
     const char *const *notes;     /* NULL-terminated, may be NULL */

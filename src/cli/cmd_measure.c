@@ -40,7 +40,7 @@ static void usage(FILE *f)
           "  --meter auto|nvml|none  auto = NVML with the cuda backend; nvml on the cpu backend is for tests with a fake NVML\n"
           "  --gpu-index N       NVML device (0)\n"
           "  --reference-stack   cuda: launches one by one and the reference library's host syncs (no CUDA graph)\n"
-          "  --double-quant      nf4 with double-quantized absmax;  --int8-threshold T (6.0);  --quantize-lm-head\n"
+          "  --double-quant      measure nf4 as nf4-dq (double-quantized absmax);  --int8-threshold T (6.0);  --quantize-lm-head\n"
           "  --seed N            block order seed;  --weights-seed N  synthetic weights seed (1)\n"
           "  --threads N         CPU backend threads (0 = all)\n"
           "  --out FILE          energy.json (default energy.json);  --report FILE  Markdown report (default report.md)\n"
@@ -80,6 +80,22 @@ static int parse_precisions(const char *list, eco_measure_options *o)
         fprintf(stderr, "eco measure: --precisions '%s' names no quantized precision to compare with fp16 (e.g. int8,nf4)\n", list);
         return 0;
     }
+    return 1;
+}
+
+/* --double-quant: the nf4 listed is measured, and labelled, as nf4-dq (it had been labelled nf4). */
+static int double_quant_nf4(eco_measure_options *o)
+{
+    int at = -1;
+    for (int i = 1; i < o->n_configs; i++) {
+        if (o->precisions[i] == ECO_PREC_NF4_DQ) {
+            fprintf(stderr, "eco measure: --double-quant turns nf4 into nf4-dq, which --precisions lists already\n");
+            return 0;
+        }
+        if (o->precisions[i] == ECO_PREC_NF4) at = i;
+    }
+    if (at < 0) { fprintf(stderr, "eco measure: --double-quant applies to nf4, which --precisions does not list\n"); return 0; }
+    o->precisions[at] = ECO_PREC_NF4_DQ;
     return 1;
 }
 
@@ -208,6 +224,11 @@ int eco_cmd_measure(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!a.model && !a.weights_dir) { fprintf(stderr, "eco measure: give --model PRESET or --weights DIR\n"); return 2; }
+    if (a.double_quant && !double_quant_nf4(&o)) return 2;
+    if (a.reference_stack && !strcmp(a.backend ? a.backend : default_backend(), "cpu")) {
+        fprintf(stderr, "eco measure: --reference-stack is a CUDA launch sequence; the cpu backend has none\n");
+        return 2;
+    }
     if (a.quality_tokens == 1) { fprintf(stderr, "eco measure: --quality-tokens must be 0 or >= 2\n"); return 2; }
     if (!a.backend) a.backend = default_backend();
     if (strcmp(a.backend, "cpu") && strcmp(a.backend, "cuda")) {
@@ -284,7 +305,6 @@ int eco_cmd_measure(int argc, char **argv)
     eco_engine_options_default(&eo);
     eo.threads = a.threads;
     eo.quantize_lm_head = a.quantize_lm_head;
-    eo.quant.double_quant = a.double_quant;
     eo.quant.int8_threshold = (float)a.int8_threshold;
     eo.max_seq = a.prompt_tokens + o.tokens + a.quality_tokens + 8;
     if (eo.max_seq > cfg->max_pos) eo.max_seq = cfg->max_pos;
@@ -330,6 +350,7 @@ int eco_cmd_measure(int argc, char **argv)
                                 .model = preset ? preset->hf_id : (a.model ? a.model : a.weights_dir),
                                 .preset = preset ? preset->name : NULL,
                                 .params_b = (double)eco_model_param_count(cfg) / 1e9, .synthetic_seed = a.weights_seed,
+                                .int8_mixed_threshold = a.int8_threshold, .lm_head_quantized = a.quantize_lm_head,
                                 .prompt_tokens = a.prompt_tokens, .energy_unavailable_reason = reason, .notes = notes};
         if ((e = eco_energy_json(m, &meta, &doc))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
     }

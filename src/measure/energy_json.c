@@ -178,6 +178,8 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     json_object_set_new(wts, "checkpoint_sha256", str_or_null(meta->checkpoint_sha256));
     if (meta->weights_source && !strcmp(meta->weights_source, "synthetic"))
         json_object_set_new(wts, "synthetic_seed", json_integer((json_int_t)(meta->synthetic_seed & 0x7fffffffffffffffull)));
+    json_object_set_new(wts, "quantization", json_pack("{s:f, s:s}", "int8_mixed_threshold", meta->int8_mixed_threshold,
+                                                       "lm_head", meta->lm_head_quantized ? "quantized" : "fp16"));
     json_object_set_new(doc, "weights", wts);
 
     json_t *results = json_array(), *comparisons = json_array(), *run_flags = json_array();

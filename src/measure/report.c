@@ -185,7 +185,19 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
     fprintf(f, ", prefill %s.\n", json_is_true(json_object_get(proto, "prefill_excluded")) ? "measured separately and excluded" : "included");
     fprintf(f, "- Weights: %s (%s", str(w, "model", "?"), str(w, "source", "?"));
     if (json_is_number(json_object_get(w, "params_b"))) fprintf(f, ", %.4gB parameters", json_number_value(json_object_get(w, "params_b")));
-    fputs(").\n\n## Environment\n\n", f);
+    if (json_is_integer(json_object_get(w, "synthetic_seed")))
+        fprintf(f, "; synthetic values of the real shapes, seed %lld: the energy is the model's, the quality figures are not",
+                (long long)json_integer_value(json_object_get(w, "synthetic_seed")));
+    fputs(").\n", f);
+    const json_t *qz = json_object_get(w, "quantization");
+    if (json_is_object(qz))
+        fprintf(f, "- Quantization: LLM.int8() threshold %g; lm_head %s.\n", json_number_value(json_object_get(qz, "int8_mixed_threshold")),
+                str(qz, "lm_head", "?"));
+    const char *qtext = NULL;
+    for (size_t qi = 0; qi < json_array_size(results) && !qtext; qi++)
+        qtext = str(json_object_get(json_array_get(results, qi), "quality"), "text_name", NULL);
+    if (qtext) fprintf(f, "- Quality text: %s.\n", qtext);
+    fputs("\n## Environment\n\n", f);
     if (json_is_object(gpu)) {
         fprintf(f, "- GPU: %s (%s), UUID %s, driver %s, CUDA driver %lld\n", str(gpu, "name", "?"), str(gpu, "arch", "?"),
                 str(gpu, "uuid", "?"), str(gpu, "driver_version", "?"),

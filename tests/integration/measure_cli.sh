@@ -55,6 +55,14 @@ json "$T/capped.json" "d.windows.every(w => w.sm_mhz_min===1410 && w.sm_mhz_mean
 json "$T/capped.json" "d.results.every(r => r.flags.includes('throttled'))"
 grep -q "SM clock in the windows: fp16 min 1410" "$T/capped.md" || fail "report lacks the clocks in the windows"
 grep -q "clock events: sw_power_cap" "$T/capped.md" || fail "report lacks the power cap"
+# A CPU-backend run under a metered GPU is a test of the harness: no dataset rows from it. The import path is
+# tested with the same document relabelled as a GPU run.
+set +e
+"$ECO" import --db "$T/harness.db" --run "$T/capped.json" > /dev/null 2> "$T/harness.err"; rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q "a test of the harness, not a GPU measurement" "$T/harness.err" || fail "a CPU-backend run became rows: $(cat "$T/harness.err")"
+as_gpu_run() { node -e 'const f=process.argv[1],d=JSON.parse(require("fs").readFileSync(f));d.software.engine_backend="cuda";require("fs").writeFileSync(f,JSON.stringify(d))' "$1"; }
+as_gpu_run "$T/capped.json"
 # Imported as a run, its row keeps the flags of its result and of the fp16 baseline (every ΔE of the run leans on it).
 "$ECO" import --db "$T/capped.db" --run "$T/capped.json" >/dev/null || fail "capped run import failed"
 "$ECO" export --db "$T/capped.db" --format json | node -e 'const r=JSON.parse(require("fs").readFileSync(0));const x=(r.records||r)[0];
@@ -76,6 +84,28 @@ set -e
 head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 2 problems" || fail "report banner: $(head -2 "$T/contra.md")"
 grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks the pointer"
 
+# 2c. --double-quant measures nf4 as nf4-dq and says so; the formats' settings are recorded and reported; a run
+# at another LLM.int8() threshold does not join the dataset's int8-mixed rows.
+preflight --precisions fp16,int8 --double-quant
+grep -q "applies to nf4, which --precisions does not list" "$T/pre.err" || fail "double-quant without nf4: $(cat "$T/pre.err")"
+preflight --precisions fp16,nf4,nf4-dq --double-quant
+grep -q "lists already" "$T/pre.err" || fail "double-quant with nf4-dq: $(cat "$T/pre.err")"
+preflight --precisions fp16,nf4 --reference-stack
+grep -q "the cpu backend has none" "$T/pre.err" || fail "reference-stack on cpu: $(cat "$T/pre.err")"
+ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 \
+  "$ECO" measure "${common[@]}" --idle 0.2 --meter nvml --precisions fp16,nf4,int8-mixed --double-quant --int8-threshold 4 \
+  --out "$T/dq.json" --report "$T/dq.md"
+json "$T/dq.json" "d.comparisons.map(c => c.precision).join()==='nf4-dq,int8-mixed' && d.results[1].precision==='nf4-dq'"
+json "$T/dq.json" "d.weights.quantization.int8_mixed_threshold===4 && d.weights.quantization.lm_head==='fp16'"
+json "$T/dq.json" "d.comparisons.every(c => c.method==='paired-t-blocks' && !('bootstrap_resamples' in c))"
+grep -q "Quantization: LLM.int8() threshold 4; lm_head fp16" "$T/dq.md" || fail "report lacks the quantization settings"
+grep -q "synthetic values of the real shapes" "$T/dq.md" && fail "a checkpoint run's report says synthetic"
+as_gpu_run "$T/dq.json"
+set +e
+"$ECO" import --db "$T/dq.db" --run "$T/dq.json" > /dev/null 2> "$T/dq.err"; rc=$?
+set -e
+[ $rc -ne 0 ] && grep -q "LLM.int8() at threshold 6.0 with an fp16 lm_head; this run used threshold 4" "$T/dq.err" || fail "threshold-4 run imported: $(cat "$T/dq.err")"
+
 # 2b. A counter that never moves fails the self-test: the run still completes, energy null, basis "failed".
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_COUNTER_MS=100000 \
   "$ECO" measure "${common[@]}" --idle 0.2 --meter nvml --precisions fp16,nf4 --out "$T/failed.json" --report "$T/failed.md"
@@ -85,6 +115,7 @@ json "$T/failed.json" "d.results.every(r => r.basis==='failed' && r.mj_per_token
 if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail "a failed run became dataset rows"; fi
 
 # 3. The document is accepted as a replication, and as a run whose rows join the dataset (idempotently).
+as_gpu_run "$T/fake.json"
 "$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"
 "$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
