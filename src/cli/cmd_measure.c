@@ -45,7 +45,7 @@ static void usage(FILE *f)
           "  --threads N         CPU backend threads (0 = all)\n"
           "  --out FILE          energy.json (default energy.json);  --report FILE  Markdown report (default report.md)\n"
           "  --schema FILE       schema to validate against (default: found beside the build or source tree)\n"
-          "  --run-id ID  --quiet\n",
+          "  --run-id ID         A-Z a-z 0-9 . _ : - (default: model-arch-time);  --quiet\n",
           f);
 }
 
@@ -107,7 +107,46 @@ typedef struct {
     uint64_t weights_seed;
 } measure_args;
 
-/* Prompt and quality tokens: the reference text through the checkpoint's tokenizer, else seeded ids. */
+/* The reference text through a tokenizer into ids < vocab; false with why[] when it cannot serve. */
+static bool encode_text(const char *tok_path, const eco_model_config *c, int32_t *ids, int want, int *have, char *why, size_t cap)
+{
+    char text_path[PATH_MAX];
+    if (!eco_find_data_file(ECO_QUALITY_TEXT_REL, NULL, text_path, sizeof text_path)) {
+        snprintf(why, cap, "cannot find %s", ECO_QUALITY_TEXT_REL);
+        return false;
+    }
+    char *text = NULL;
+    size_t len = 0, n = 0;
+    if (eco_store_read_file(text_path, (size_t)64 << 20, &text, &len)) { snprintf(why, cap, "%s", eco_last_error()); return false; }
+    eco_tokenizer *tk;
+    int32_t *enc = NULL;
+    bool ok = false;
+    if (eco_tokenizer_load(tok_path, &tk)) snprintf(why, cap, "%s", eco_last_error());
+    else {
+        if (eco_tokenizer_encode(tk, text, len, &enc, &n)) snprintf(why, cap, "%s", eco_last_error());
+        else if (n < (size_t)want) snprintf(why, cap, "%s gives %zu tokens of the reference text, %d wanted", tok_path, n, want);
+        else {
+            ok = true;
+            for (int i = 0; i < want && ok; i++) {
+                if (enc[i] < 0 || enc[i] >= c->vocab) {
+                    snprintf(why, cap, "%s gives token id %d, beyond the model's vocab of %d: not this model's tokenizer",
+                             tok_path, enc[i], c->vocab);
+                    ok = false;
+                }
+                ids[i] = enc[i];
+            }
+            if (ok) *have = want;
+        }
+        free(enc);
+        eco_tokenizer_free(tk);
+    }
+    free(text);
+    return ok;
+}
+
+/* Prompt and quality tokens: the reference text through the checkpoint's tokenizer, else seeded ids (synthetic
+ * weights have none). A --tokenizer that cannot serve is an error (-1); a folder's tokenizer.json that cannot
+ * (sentencepiece files are not supported) is said on stderr and in the quality text's name. 0: out of memory. */
 static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t **prompt, int32_t **quality,
                        int *n_quality, char *quality_name, size_t name_cap)
 {
@@ -115,32 +154,26 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     int32_t *ids = malloc((size_t)(want > 0 ? want : 1) * sizeof *ids);
     if (!ids) return 0;
     int have = 0;
-    char tok_path[PATH_MAX], text_path[PATH_MAX];
+    char tok_path[PATH_MAX], why[PATH_MAX + 256] = "";
     if (a->tokenizer) snprintf(tok_path, sizeof tok_path, "%s", a->tokenizer);
     else if (a->weights_dir) snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", a->weights_dir);
     else tok_path[0] = '\0';
-    if (tok_path[0] && access(tok_path, R_OK) == 0 && eco_find_data_file(ECO_QUALITY_TEXT_REL, NULL, text_path, sizeof text_path)) {
-        eco_tokenizer *tk;
-        size_t len = 0, n = 0;
-        char *text = NULL;
-        if (eco_store_read_file(text_path, (size_t)64 << 20, &text, &len)) text = NULL;
-        int32_t *enc = NULL;
-        if (text && !eco_tokenizer_load(tok_path, &tk)) {
-            if (!eco_tokenizer_encode(tk, text, len, &enc, &n)) {
-                for (size_t i = 0; i < n && have < want; i++)
-                    if (enc[i] >= 0 && enc[i] < c->vocab) ids[have++] = enc[i];
-                free(enc);
-                snprintf(quality_name, name_cap, "quality_eval_text.txt (first %d tokens)", have);
-            }
-            eco_tokenizer_free(tk);
-        }
-        free(text);
+    bool tried = tok_path[0] && (a->tokenizer || access(tok_path, F_OK) == 0);
+    if (tried && encode_text(tok_path, c, ids, want, &have, why, sizeof why))
+        snprintf(quality_name, name_cap, "quality_eval_text.txt (first %d tokens)", have);
+    else if (tried && a->tokenizer) {
+        fprintf(stderr, "eco measure: --tokenizer: %s\n", why);
+        free(ids);
+        return -1;
+    } else if (tried) {
+        fprintf(stderr, "eco measure: warning: %s not used (%s); the quality check reads seeded token ids\n", tok_path, why);
     }
-    if (have < want) { /* synthetic weights have no tokenizer: seeded ids */
+    if (have < want) {
         eco_rng rng;
         eco_rng_seed(&rng, a->weights_seed * 7919u + 17u);
         for (have = 0; have < want; have++) ids[have] = (int32_t)eco_rng_below(&rng, (size_t)c->vocab);
-        snprintf(quality_name, name_cap, "seeded random token ids (%d, seed %llu)", have, (unsigned long long)a->weights_seed);
+        snprintf(quality_name, name_cap, "seeded random token ids (%d, seed %llu)%s", have, (unsigned long long)a->weights_seed,
+                 tried ? "; the folder's tokenizer.json could not be used" : "");
     }
     *prompt = malloc((size_t)(a->prompt_tokens > 0 ? a->prompt_tokens : 1) * sizeof **prompt);
     if (!*prompt) { free(ids); return 0; }
@@ -150,7 +183,6 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     return 1;
 }
 
-/* Whether `path` can be written at the end of the run: not a folder, in a folder that exists and is writable. */
 static bool writable_file(const char *path, char *why, size_t cap)
 {
     struct stat st;
@@ -165,6 +197,50 @@ static bool writable_file(const char *path, char *why, size_t cap)
     if (access(dir, W_OK | X_OK) != 0) { snprintf(why, cap, "cannot write %s: %s: %s", path, dir, strerror(errno)); return false; }
     if (stat(path, &st) == 0 && access(path, W_OK) != 0) { snprintf(why, cap, "cannot write %s: %s", path, strerror(errno)); return false; }
     return true;
+}
+
+/* The file a path names once written: its folder resolved, then its name ("./e.json" and "e.json" are one). */
+static bool resolved_path(const char *path, char *out, size_t cap)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    if (!realpath(dir, real)) return false;
+    return snprintf(out, cap, "%s/%s", real, base) < (int)cap;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    return resolved_path(a, ra, sizeof ra) && resolved_path(b, rb, sizeof rb) ? !strcmp(ra, rb) : !strcmp(a, b);
+}
+
+/* Writes `len` bytes to path through a temporary file renamed over it: a full disk or a signal leaves the old
+ * file, not a truncated one. */
+static bool write_atomically(const char *path, const char *data, size_t len)
+{
+    char tmp[PATH_MAX + 32];
+    struct stat st;
+    bool special = stat(path, &st) == 0 && !S_ISREG(st.st_mode); /* a device or pipe is written, never replaced */
+    snprintf(tmp, sizeof tmp, "%s", path);
+    if (!special) snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) { fprintf(stderr, "eco measure: cannot write %s: %s\n", tmp, strerror(errno)); return false; }
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = fflush(f) == 0 && ok;
+    if (!special) ok = fsync(fileno(f)) == 0 && ok;
+    int saved = errno;
+    ok = fclose(f) == 0 && ok;
+    if (ok && (special || rename(tmp, path) == 0)) return true;
+    fprintf(stderr, "eco measure: cannot write %s: %s\n", path, strerror(ok ? errno : saved ? saved : EIO));
+    if (!special) unlink(tmp);
+    return false;
 }
 
 static const char *default_backend(void)
@@ -205,7 +281,15 @@ int eco_cmd_measure(int argc, char **argv)
         else if (!strcmp(f, "--out")) { NEED_VALUE a.out = v; }
         else if (!strcmp(f, "--report")) { NEED_VALUE a.report = v; }
         else if (!strcmp(f, "--schema")) { NEED_VALUE a.schema = v; }
-        else if (!strcmp(f, "--run-id")) { NEED_VALUE a.run_id = v; }
+        else if (!strcmp(f, "--run-id")) {
+            NEED_VALUE
+            size_t ok_chars = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
+            if (!*v || v[ok_chars] || ok_chars > 128) { /* the schema's run_id, checked before the run rather than after it */
+                fprintf(stderr, "eco measure: --run-id must be 1-128 of A-Z a-z 0-9 . _ : -, got '%s'\n", v);
+                return 2;
+            }
+            a.run_id = v;
+        }
         else if (!strcmp(f, "--precisions")) { NEED_VALUE if (!parse_precisions(v, &o)) return 2; }
         else if (!strcmp(f, "--tokens")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 65536, &n)) return 2; o.tokens = (int)n; }
         else if (!strcmp(f, "--blocks")) { NEED_VALUE if (!eco_arg_long("eco measure", f, v, 1, 10000, &n)) return 2; o.iterations = (int)n; }
@@ -243,7 +327,7 @@ int eco_cmd_measure(int argc, char **argv)
 
     /* Everything the end of the run needs, checked before it starts: a measurement can take an hour. */
     char why[PATH_MAX + 64];
-    if (!*a.out || !*a.report || !strcmp(a.out, a.report)) {
+    if (!*a.out || !*a.report || same_file(a.out, a.report)) {
         fprintf(stderr, "eco measure: --out and --report must be two different files (got '%s' and '%s')\n", a.out, a.report);
         return 2;
     }
@@ -279,6 +363,13 @@ int eco_cmd_measure(int argc, char **argv)
         return 1;
     }
     const eco_model_config *cfg = eco_weights_config(w);
+    if (a.prompt_tokens + o.tokens > cfg->max_pos || a.quality_tokens > cfg->max_pos) {
+        fprintf(stderr, "eco measure: %s takes %d positions (max_position_embeddings): --prompt-tokens %d + --tokens %d, "
+                        "and --quality-tokens %d, must each fit\n", cfg->name, cfg->max_pos, a.prompt_tokens, o.tokens, a.quality_tokens);
+        eco_weights_free(w);
+        eco_schema_free(schema);
+        return 2;
+    }
 
     /* The meter before the engines: a missing counter is a clear error unless energy is not asked for. */
     eco_nvml *meter = NULL;
@@ -311,13 +402,14 @@ int eco_cmd_measure(int argc, char **argv)
 
     int32_t *prompt = NULL, *qtokens = NULL;
     int n_quality = 0;
-    char quality_name[128];
-    if (!make_tokens(&a, cfg, &prompt, &qtokens, &n_quality, quality_name, sizeof quality_name)) {
-        fprintf(stderr, "eco measure: out of memory\n");
+    char quality_name[256];
+    int made = make_tokens(&a, cfg, &prompt, &qtokens, &n_quality, quality_name, sizeof quality_name);
+    if (made != 1) {
+        if (!made) fprintf(stderr, "eco measure: out of memory\n");
         eco_nvml_close(meter);
         eco_weights_free(w);
         eco_schema_free(schema);
-        return 1;
+        return made ? 2 : 1;
     }
     if (!o.quiet) fprintf(stderr, "[load] %s on %s: %d precisions\n", cfg->name[0] ? cfg->name : a.model, a.backend, o.n_configs);
     eco_engine_workload *wl = NULL;
@@ -371,18 +463,16 @@ int eco_cmd_measure(int argc, char **argv)
             goto done;
         }
     }
-    if (json_dump_file(doc, a.out, JSON_INDENT(1) | JSON_REAL_PRECISION(10))) {
-        fprintf(stderr, "eco measure: cannot write %s: %s\n", a.out, strerror(errno));
-        goto done;
-    }
     {
-        char *md;
+        char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)), *md = NULL;
+        bool written = text && write_atomically(a.out, text, strlen(text));
+        free(text);
+        if (!written) goto done;
         if ((e = eco_energy_report_md(doc, &md))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
-        FILE *f = fopen(a.report, "w");
-        if (!f || fputs(md, f) < 0) { fprintf(stderr, "eco measure: cannot write %s\n", a.report); free(md); if (f) fclose(f); goto done; }
-        fclose(f);
-        if (!o.quiet) fputs(md, stdout);
+        written = write_atomically(a.report, md, strlen(md));
+        if (written && !o.quiet) fputs(md, stdout);
         free(md);
+        if (!written) { fprintf(stderr, "eco measure: %s is written; its report is not (eco report %s renders it)\n", a.out, a.out); goto done; }
     }
     if (!o.quiet) fprintf(stderr, "[done] wrote %s and %s\n", a.out, a.report);
     rc = 0;

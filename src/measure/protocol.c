@@ -357,7 +357,7 @@ eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml 
     m->idle_before_w = m->idle_after_w = NAN;
     if (meter && (e = self_test(m, meter, s))) {
         snprintf(m->failure, sizeof m->failure, "energy meter self-test failed: %s", eco_last_error());
-        if (!o->quiet) fprintf(stderr, "[self-test] %s; measuring without energy\n", m->failure);
+        fprintf(stderr, "[self-test] %s; measuring without energy\n", m->failure); /* even --quiet: the asked-for meter failed */
         eco_sampler_stop(s);
         m->idle_before_w = NAN;
         m->idle_check_passed = m->cadence_check_passed = 0;

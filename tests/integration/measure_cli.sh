@@ -84,6 +84,23 @@ set -e
 head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 2 problems" || fail "report banner: $(head -2 "$T/contra.md")"
 grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks the pointer"
 
+# 2d. Checked before the run: the run id's characters, positions the model has, one file for two outputs however
+# spelled, an explicit tokenizer that cannot serve.
+preflight --precisions fp16,int8 --run-id 'a/b c'
+grep -q -- "--run-id must be 1-128 of" "$T/pre.err" || fail "run-id: $(cat "$T/pre.err")"
+preflight --precisions fp16,int8 --quality-tokens 600
+grep -q "takes 512 positions (max_position_embeddings)" "$T/pre.err" || fail "quality tokens past max_pos: $(cat "$T/pre.err")"
+(cd "$T" && preflight --precisions fp16,int8 --out same.json --report ./same.json)
+grep -q "must be two different files" "$T/pre.err" || fail "same file spelled twice: $(cat "$T/pre.err")"
+preflight --precisions fp16,int8 --tokenizer "$T/no-such-tokenizer.json" --out "$T/tk.json" --report "$T/tk.md"
+grep -q -- "--tokenizer: " "$T/pre.err" && [ ! -e "$T/tk.json" ] || fail "missing tokenizer: $(cat "$T/pre.err")"
+# a report that cannot be written is an error, and the energy.json already there is whole (written by rename)
+cp "$T/fake.json" "$T/keep.json"
+set +e; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json" --report /dev/full 2> "$T/full.err"; rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "cannot write /dev/full" "$T/full.err" || fail "report to a full disk: rc $rc, $(cat "$T/full.err")"
+"$ECO" validate "$T/keep.json" > /dev/null || fail "energy.json not whole after a failed report"
+ls "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+
 # 2c. --double-quant measures nf4 as nf4-dq and says so; the formats' settings are recorded and reported; a run
 # at another LLM.int8() threshold does not join the dataset's int8-mixed rows.
 preflight --precisions fp16,int8 --double-quant
