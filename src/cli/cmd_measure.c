@@ -324,6 +324,10 @@ int eco_cmd_measure(int argc, char **argv)
         return 2;
     }
     bool use_nvml = !strcmp(a.meter, "nvml") || (!strcmp(a.meter, "auto") && !strcmp(a.backend, "cuda"));
+    if (use_nvml && !(o.idle_s > 0)) {
+        fprintf(stderr, "eco measure: --idle must be > 0 s with an energy meter (the idle power is net energy's baseline)\n");
+        return 2;
+    }
 
     /* Everything the end of the run needs, checked before it starts: a measurement can take an hour. */
     char why[PATH_MAX + 64];

@@ -12,6 +12,8 @@
 static json_t *num_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 static json_t *str_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
+#define IDLE_DRIFT_FRACTION 0.10
+
 static json_t *interval_or_null(double lo, double hi)
 {
     if (!isfinite(lo) || !isfinite(hi)) return json_null();
@@ -194,6 +196,9 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     json_object_set_new(doc, "comparisons", comparisons);
     json_object_set_new(doc, "windows", eco_measurement_windows_json(m));
     if (!strcmp(basis, "unverified") || !strcmp(basis, "failed")) add_flag(run_flags, "counter-check-failed");
+    /* net energy subtracts the idle before the run: an idle that moved by more than 10% by the end makes it doubtful */
+    double ib = eco_measurement_idle_before_w(m), ia = eco_measurement_idle_after_w(m);
+    if (ib > 0 && ia > 0 && fabs(ia - ib) > IDLE_DRIFT_FRACTION * ib) add_flag(run_flags, "idle-drift");
     json_object_set_new(doc, "flags", run_flags);
     json_t *notes = json_array();
     if (meta->weights_source && !strcmp(meta->weights_source, "synthetic"))

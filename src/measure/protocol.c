@@ -233,6 +233,14 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     eco_power_sample ps;
     win.temp_start_c = meter && eco_nvml_sample(meter, &ps) == ECO_OK ? ps.temp_c : -1;
     if ((e = run_generations(w, config, k, o->tokens, &win.prefill_s, &win.decode_s, &win.tokens))) return e;
+    /* the warm-ups' pace can overstate a window's: it lasts at least min_window_s, as the protocol says */
+    while (eco_monotonic_s() - win.t0_s < o->min_window_s && win.generations < 1000000) {
+        double pf1, dec1;
+        long gen1;
+        if ((e = run_generations(w, config, 1, o->tokens, &pf1, &dec1, &gen1))) return e;
+        win.prefill_s += pf1, win.decode_s += dec1, win.tokens += gen1, win.generations++;
+    }
+    k = win.generations;
     win.t1_s = eco_monotonic_s();
     if (meter && (e = eco_nvml_read_counter_edge(meter, EDGE_TIMEOUT_S, &b))) return e;
     double window_s;
@@ -251,6 +259,11 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     win.mean_power_w = win.energy_j / window_s;
     win.prefill_energy_j = prefill_each_j * k;
     double decode_energy_j = win.energy_j - win.prefill_energy_j;
+    if (meter && !(decode_energy_j > 0.05 * win.energy_j))
+        return eco_fail(ECO_ESTATE, "block %d, %s: the prefills' energy (%.3g J, from their own sub-window) is %.0f%% of the "
+                                    "window's %.3g J, so its decode energy cannot be told apart: a longer --window, or a "
+                                    "quieter machine", block + 1, eco_precision_name(o->precisions[config]),
+                        win.prefill_energy_j, 100 * win.prefill_energy_j / win.energy_j, win.energy_j);
     double decode_window_s = window_s - prefill_each_s * k;
     win.decode_mj_per_token_gross = decode_energy_j * 1000.0 / (double)win.tokens;
     win.decode_mj_per_token_net = (decode_energy_j - m->idle_before_w * decode_window_s) * 1000.0 / (double)win.tokens;
@@ -285,8 +298,7 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
 static eco_err self_test(eco_measurement *m, eco_nvml *meter, eco_sampler *s)
 {
     const eco_measure_options *o = &m->opt;
-    double idle_s = o->idle_s > 0 ? o->idle_s : 1.0;
-    eco_err e = idle_window(meter, s, idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w);
+    eco_err e = idle_window(meter, s, o->idle_s, &m->idle_before_w, &m->selftest_instant_w, &m->selftest_average_w);
     if (e) return e;
     m->selftest_counter_w = m->idle_before_w;
     m->idle_check_passed = isnan(m->selftest_instant_w) || m->selftest_instant_w <= 0
@@ -331,7 +343,7 @@ static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter
 
     if (meter) {
         double inst, avg;
-        if ((e = idle_window(meter, s, o->idle_s > 0 ? o->idle_s : 1.0, &m->idle_after_w, &inst, &avg))) return e;
+        if ((e = idle_window(meter, s, o->idle_s, &m->idle_after_w, &inst, &avg))) return e;
     }
     if (w->quality)
         for (int c = 0; c < o->n_configs; c++)
@@ -344,6 +356,9 @@ eco_err eco_measure_run(const eco_measure_options *o, eco_workload *w, eco_nvml 
     eco_err e = check_options(o);
     if (e) return e;
     if (!w || !w->generate) return eco_fail(ECO_EINVAL, "measure: no workload");
+    if (meter && !(o->idle_s > 0)) /* idle 0 had measured 1 s each side and recorded 0 */
+        return eco_fail_field(ECO_EINVAL, "idle_s", "with an energy meter the idle baseline needs a length > 0 s (it is the "
+                                                    "baseline of net energy), got %g", o->idle_s);
     eco_measurement *m = calloc(1, sizeof *m);
     if (!m) return eco_fail(ECO_ENOMEM, "out of memory");
     m->opt = *o;

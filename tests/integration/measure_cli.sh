@@ -101,6 +101,13 @@ set +e; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json
 "$ECO" validate "$T/keep.json" > /dev/null || fail "energy.json not whole after a failed report"
 ls "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
 
+# 2e. Windows last at least --window; an idle power that moved during the run is flagged; a metered run needs an idle.
+ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=steps:0=100,2.5=150 \
+  "$ECO" measure "${common[@]}" --idle 0.3 --window 0.3 --meter nvml --precisions fp16,int8 --out "$T/drift.json" --report "$T/drift.md"
+json "$T/drift.json" "d.windows.every(w => w.seconds >= 0.3) && d.flags.includes('idle-drift') && d.idle.after_w > 1.3 * d.idle.before_w"
+preflight --precisions fp16,int8 --meter nvml --idle 0
+grep -q -- "--idle must be > 0 s with an energy meter" "$T/pre.err" || fail "idle 0 with a meter: $(cat "$T/pre.err")"
+
 # 2c. --double-quant measures nf4 as nf4-dq and says so; the formats' settings are recorded and reported; a run
 # at another LLM.int8() threshold does not join the dataset's int8-mixed rows.
 preflight --precisions fp16,int8 --double-quant
