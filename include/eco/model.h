@@ -25,6 +25,8 @@ typedef struct {
     int rope_original_max_pos;
     int sliding_window;      /* 0 = none; only applied for Mistral and Phi-3 (Qwen2 ships it disabled) */
     char torch_dtype[16];    /* from config.json ("bfloat16", ...); "" for presets */
+    bool synthetic_checkpoint; /* config.json's "eco_synthetic_seed": written by eco model save (random values) */
+    uint64_t synthetic_seed;
 } eco_model_config;
 
 size_t eco_preset_count(void);

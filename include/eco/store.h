@@ -40,6 +40,8 @@ eco_err eco_store_read_file(const char *path, size_t max_bytes, char **out, size
 
 /* SHA-256 of data as 64 lower-case hex digits + NUL. */
 void eco_sha256_hex(const void *data, size_t len, char out[65]);
+/* SHA-256 of a file's bytes, read in 1 MB pieces. */
+eco_err eco_sha256_file_hex(const char *path, char out[65]);
 
 /* ---------------------------------------------------------------- the store */
 

@@ -1,4 +1,5 @@
 /* eco measure: a controlled A/B of precisions on one device in one session (see include/eco/measure.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -243,6 +244,43 @@ static bool write_atomically(const char *path, const char *data, size_t len)
     return false;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* A checkpoint's identity: SHA-256 of the manifest "<sha256>  <name>\n" of its config.json, index and
+ * .safetensors files in name order (sha256sum's format, so `sha256sum config.json *.safetensors*` checks it),
+ * or of the one file given. */
+static eco_err checkpoint_sha256(const char *path, bool quiet, char out[65])
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return eco_sha256_file_hex(path, out);
+    DIR *d = opendir(path);
+    if (!d) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
+    char *names[256];
+    size_t n = 0;
+    for (struct dirent *ent; (ent = readdir(d)) && n < 256;) {
+        size_t len = strlen(ent->d_name);
+        bool st_file = len > 12 && !strcmp(ent->d_name + len - 12, ".safetensors");
+        if (st_file || !strcmp(ent->d_name, "config.json") || !strcmp(ent->d_name, "model.safetensors.index.json"))
+            names[n++] = strdup(ent->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    size_t cap = n * 400 + 1, at = 0;
+    char *manifest = malloc(cap);
+    eco_err e = manifest ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n && !e; i++) {
+        char file[PATH_MAX + 300], hex[65];
+        snprintf(file, sizeof file, "%s/%s", path, names[i]);
+        if (!quiet) fprintf(stderr, "[hash] %s\n", file);
+        if (!(e = eco_sha256_file_hex(file, hex))) at += (size_t)snprintf(manifest + at, cap - at, "%s  %s\n", hex, names[i]);
+    }
+    if (!e) eco_sha256_hex(manifest, at, out);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(manifest);
+    return e;
+}
+
 static const char *default_backend(void)
 {
     if (&eco_backend_cuda && eco_cuda_device_name) {
@@ -367,6 +405,23 @@ int eco_cmd_measure(int argc, char **argv)
         return 1;
     }
     const eco_model_config *cfg = eco_weights_config(w);
+    char ck_sha[65] = "", model_name[256];
+    if (a.weights_dir && (e = checkpoint_sha256(a.weights_dir, o.quiet, ck_sha))) {
+        fprintf(stderr, "eco measure: %s\n", eco_last_error());
+        eco_weights_free(w);
+        eco_schema_free(schema);
+        return 1;
+    }
+    /* a checkpoint's name: its config's _name_or_path, else the folder's name (not the local path) */
+    if (a.model) snprintf(model_name, sizeof model_name, "%s", preset ? preset->hf_id : a.model);
+    else if (cfg->hf_id[0]) snprintf(model_name, sizeof model_name, "%s", cfg->hf_id);
+    else {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", a.weights_dir);
+        for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--) dir[len - 1] = '\0';
+        const char *slash = strrchr(dir, '/');
+        snprintf(model_name, sizeof model_name, "%s", slash && slash[1] ? slash + 1 : dir);
+    }
     if (a.prompt_tokens + o.tokens > cfg->max_pos || a.quality_tokens > cfg->max_pos) {
         fprintf(stderr, "eco measure: %s takes %d positions (max_position_embeddings): --prompt-tokens %d + --tokens %d, "
                         "and --quality-tokens %d, must each fit\n", cfg->name, cfg->max_pos, a.prompt_tokens, o.tokens, a.quality_tokens);
@@ -440,10 +495,16 @@ int eco_cmd_measure(int argc, char **argv)
         int nn = 0;
         if (meter && !strcmp(a.backend, "cpu"))
             notes[nn++] = "the energy meter measured a GPU while the workload ran on the CPU: a test of the harness, not a result";
+        char synthetic_note[160];
+        if (cfg->synthetic_checkpoint) {
+            snprintf(synthetic_note, sizeof synthetic_note, "the checkpoint holds synthetic weights written by eco model save "
+                     "(seed %llu): real shapes, random values; quality figures are not meaningful", (unsigned long long)cfg->synthetic_seed);
+            notes[nn++] = synthetic_note;
+        }
         eco_energy_meta meta = {.run_id = a.run_id, .started = started, .engine_backend = backend_name,
                                 .cuda_runtime = cuda_rt[0] ? cuda_rt : NULL, .engine_design = design[0] ? design : NULL, .gpu = meter ? &card : NULL,
                                 .gpu_arch = gpu_arch, .weights_source = a.weights_dir ? "checkpoint" : "synthetic",
-                                .model = preset ? preset->hf_id : (a.model ? a.model : a.weights_dir),
+                                .model = model_name, .checkpoint_sha256 = ck_sha[0] ? ck_sha : NULL,
                                 .preset = preset ? preset->name : NULL,
                                 .params_b = (double)eco_model_param_count(cfg) / 1e9, .synthetic_seed = a.weights_seed,
                                 .int8_mixed_threshold = a.int8_threshold, .lm_head_quantized = a.quantize_lm_head,

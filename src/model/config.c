@@ -236,6 +236,13 @@ static eco_err parse_root(json_t *root, eco_model_config *out)
     json_t *dt = json_object_get(root, "torch_dtype");
     if (!dt) dt = json_object_get(root, "dtype"); /* transformers >= 4.56 */
     if (json_is_string(dt)) snprintf(c.torch_dtype, sizeof c.torch_dtype, "%s", json_string_value(dt));
+    json_t *seed = json_object_get(root, "eco_synthetic_seed");
+    if (seed) {
+        if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+            return eco_fail_field(ECO_EINVAL, "eco_synthetic_seed", "\"eco_synthetic_seed\" must be an integer >= 0");
+        c.synthetic_checkpoint = true;
+        c.synthetic_seed = (uint64_t)json_integer_value(seed);
+    }
     json_t *nm = json_object_get(root, "_name_or_path");
     snprintf(c.name, sizeof c.name, "%s", json_is_string(nm) && *json_string_value(nm) ? json_string_value(nm) : "config.json");
     snprintf(c.hf_id, sizeof c.hf_id, "%s", json_is_string(nm) ? json_string_value(nm) : "");
@@ -297,6 +304,7 @@ eco_err eco_model_config_to_json(const eco_model_config *c, char **out)
     json_object_set_new(r, "hidden_act", json_string("silu"));
     if (c->sliding_window) json_object_set_new(r, "sliding_window", json_integer(c->sliding_window));
     else json_object_set_new(r, "sliding_window", json_null());
+    if (c->synthetic_checkpoint) json_object_set_new(r, "eco_synthetic_seed", json_integer((json_int_t)(c->synthetic_seed & 0x7fffffffffffffffull)));
     if (c->family == ECO_FAMILY_QWEN2) { /* Qwen2 windows layers >= max_window_layers: all of them, or none */
         json_object_set_new(r, "use_sliding_window", json_boolean(c->sliding_window > 0));
         json_object_set_new(r, "max_window_layers", json_integer(c->sliding_window > 0 ? 0 : c->layers));

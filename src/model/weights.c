@@ -648,9 +648,10 @@ static void shard_name(int s, int shards, char *out, size_t cap)
     else snprintf(out, cap, "model-%05d-of-%05d.safetensors", s + 1, shards);
 }
 
-static eco_err write_config(const eco_model_config *c, eco_dtype dtype, const char *path)
+static eco_err write_config(const eco_weights *w, eco_dtype dtype, const char *path)
 {
-    eco_model_config saved = *c; /* its torch_dtype is the dtype of these files */
+    eco_model_config saved = w->cfg; /* its torch_dtype is the dtype of these files; random values say so */
+    if (w->synthetic) saved.synthetic_checkpoint = true, saved.synthetic_seed = w->seed;
     snprintf(saved.torch_dtype, sizeof saved.torch_dtype, "%s", dtype == ECO_DT_F16 ? "float16" : dtype == ECO_DT_BF16 ? "bfloat16" : "float32");
     char *cfg_json;
     eco_err e = eco_model_config_to_json(&saved, &cfg_json);
@@ -731,7 +732,7 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
     }
     if (!e) {
         snprintf(path, sizeof path, "%s/config.json", dir);
-        e = write_config(c, dtype, path);
+        e = write_config(w, dtype, path);
     }
     if (e) {
         for (int s = 0; s < written; s++) {

@@ -1,6 +1,9 @@
 /* SHA-256 (FIPS 180-4), used for content hashes of rows and the identity of stored documents. */
 #include "eco/store.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
@@ -56,24 +59,46 @@ static void update(sha256_ctx *c, const uint8_t *p, size_t n)
     }
 }
 
-void eco_sha256_hex(const void *data, size_t len, char out[65])
+static void finish_hex(sha256_ctx *c, char out[65])
 {
-    sha256_ctx c = {{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
-                    {0}, 0, 0};
-    update(&c, data, len);
-    uint64_t bits = c.total * 8;
+    uint64_t bits = c->total * 8;
     uint8_t pad = 0x80, zero = 0;
-    update(&c, &pad, 1);
-    while (c.fill != 56) update(&c, &zero, 1);
+    update(c, &pad, 1);
+    while (c->fill != 56) update(c, &zero, 1);
     uint8_t lenbe[8];
     for (int i = 0; i < 8; i++) lenbe[i] = (uint8_t)(bits >> (56 - 8 * i));
-    update(&c, lenbe, 8);
+    update(c, lenbe, 8);
     static const char hex[] = "0123456789abcdef";
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 4; j++) {
-            uint8_t byte = (uint8_t)(c.h[i] >> (24 - 8 * j));
+            uint8_t byte = (uint8_t)(c->h[i] >> (24 - 8 * j));
             out[8 * i + 2 * j] = hex[byte >> 4];
             out[8 * i + 2 * j + 1] = hex[byte & 15];
         }
     out[64] = '\0';
+}
+
+static const sha256_ctx initial = {{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
+                                   {0}, 0, 0};
+
+void eco_sha256_hex(const void *data, size_t len, char out[65])
+{
+    sha256_ctx c = initial;
+    update(&c, data, len);
+    finish_hex(&c, out);
+}
+
+eco_err eco_sha256_file_hex(const char *path, char out[65])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
+    sha256_ctx c = initial;
+    static _Thread_local uint8_t buf[1 << 20];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) update(&c, buf, n);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) return eco_fail(ECO_EIO, "%s: read error", path);
+    finish_hex(&c, out);
+    return ECO_OK;
 }

@@ -34,6 +34,11 @@ json "$T/cpu.json" "d.results[0].quality.kl_to_fp16===0 && d.results[0].quality.
 json "$T/cpu.json" "d.results[3].precision==='nf4' && d.results[3].quality.kl_to_fp16 > d.results[1].quality.kl_to_fp16"
 json "$T/cpu.json" "d.windows.length===15 && d.protocol.blocks===3 && d.protocol.order==='interleaved-random'"
 grep -q "energy unavailable" "$T/cpu.md" || fail "report does not say energy is unavailable"
+# The checkpoint is named by its config (not the local path), identified by a hash of its files' manifest
+# (sha256sum's format), and its synthetic values are disclosed.
+manifest=$(cd "$T/tiny" && sha256sum $(ls config.json *.safetensors* | sort) | sha256sum | cut -d' ' -f1)
+json "$T/cpu.json" "d.weights.model==='tiny' && d.weights.source==='checkpoint' && d.weights.checkpoint_sha256==='$manifest'"
+json "$T/cpu.json" "d.notes.some(n => n.includes('synthetic weights written by eco model save (seed 3)'))"
 
 # 2. Fake NVML (scripted constant 150 W): the counter path end to end.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 \
