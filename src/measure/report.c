@@ -113,7 +113,8 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
         double d = json_number_value(json_object_get(c, "delta_pct"));
         fprintf(f, "- **%s** vs fp16: %s%.1f%% energy per token (95%% CI ", p, d >= 0 ? "+" : "", d);
         interval(f, json_object_get(c, "ci95_pct"), "%+.1f%%");
-        fprintf(f, ", %lld paired blocks, %s) — **%s**\n", (long long)json_integer_value(json_object_get(c, "n_pairs")),
+        long long pairs = (long long)json_integer_value(json_object_get(c, "n_pairs"));
+        fprintf(f, ", %lld paired block%s, %s) — **%s**\n", pairs, pairs == 1 ? "" : "s",
                 str(c, "basis", basis), !strcmp(verdict, "saves") ? "quantization saves energy" :
                                         !strcmp(verdict, "costs") ? "quantization costs energy" : "inconclusive");
     }
