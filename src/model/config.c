@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -265,6 +266,9 @@ eco_err eco_model_config_from_json(const char *path_or_text, eco_model_config *o
         root = json_loads(p, JSON_REJECT_DUPLICATES, &jerr);
     } else {
         label = path_or_text;
+        struct stat st;
+        if (stat(path_or_text, &st) == 0 && S_ISDIR(st.st_mode))
+            return eco_fail(ECO_EINVAL, "config.json %s: is a folder (give its config.json)", path_or_text);
         FILE *f = fopen(path_or_text, "rb");
         if (!f) return eco_fail(ECO_EIO, "config.json %s: %s", path_or_text, strerror(errno));
         char *buf = malloc(CONFIG_MAX_BYTES + 1);

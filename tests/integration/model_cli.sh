@@ -45,6 +45,8 @@ for bad in "--int8-threshold abc" "--threads 1000" "--seed 1x" "--tokens 0"; do
   run model generate --preset tiny $bad
   [ $rc -eq 2 ] && grep -q "must be" "$T/err" || fail "generate $bad: rc $rc, $(cat "$T/err")"
 done
+run model info --config "$T"
+[ $rc -ne 0 ] && grep -q "is a folder" "$T/err" || fail "info --config DIR: $(cat "$T/err")"
 run model save tiny --out "$T/s2" --shards 2x
 [ $rc -eq 2 ] && [ ! -e "$T/s2" ] || fail "save --shards 2x: rc $rc"
 run model save tiny --out "$T/s3" --shards 30
