@@ -27,7 +27,7 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: eco measure (--model PRESET | --weights DIR [--model NAME]) [options]\n"
+    fputs("usage: eco measure (--model PRESET | --weights DIR|FILE.safetensors [--config config.json] [--model NAME]) [options]\n"
           "A/B energy per generated token of precisions against the fp16 baseline, same device, same session.\n"
           "  --precisions LIST   fp16,int8,int8-mixed,nf4,fp8 (default; fp16 is always measured, first)\n"
           "  --tokens N          generated tokens per generation, EOS ignored (256)\n"
@@ -37,6 +37,8 @@ static void usage(FILE *f)
           "  --window S          minimum window length in seconds (10)\n"
           "  --idle S            idle baseline before and after, seconds (5)\n"
           "  --prompt-tokens N   prompt length (32); --quality-tokens N teacher-forced tokens for KL/top-1/perplexity (128, 0 = off)\n"
+          "  --tokenizer FILE    tokenizer.json for the quality text (default: the weights folder's; else seeded ids)\n"
+          "  --config FILE       config.json for --weights FILE.safetensors (or to override a folder's)\n"
           "  --backend cpu|cuda  default cuda when built with a device, else cpu\n"
           "  --meter auto|nvml|none  auto = NVML with the cuda backend; nvml on the cpu backend is for tests with a fake NVML\n"
           "  --gpu-index N       NVML device (0)\n"
@@ -101,7 +103,7 @@ static int double_quant_nf4(eco_measure_options *o)
 }
 
 typedef struct {
-    const char *model, *weights_dir, *backend, *meter, *out, *report, *schema, *run_id, *tokenizer;
+    const char *model, *weights_dir, *backend, *meter, *out, *report, *schema, *run_id, *tokenizer, *config;
     int prompt_tokens, quality_tokens, gpu_index, threads;
     bool reference_stack, quantize_lm_head, double_quant;
     double int8_threshold;
@@ -314,6 +316,7 @@ int eco_cmd_measure(int argc, char **argv)
         else if (!strcmp(f, "--model")) { NEED_VALUE a.model = v; }
         else if (!strcmp(f, "--weights")) { NEED_VALUE a.weights_dir = v; }
         else if (!strcmp(f, "--tokenizer")) { NEED_VALUE a.tokenizer = v; }
+        else if (!strcmp(f, "--config")) { NEED_VALUE a.config = v; }
         else if (!strcmp(f, "--backend")) { NEED_VALUE a.backend = v; }
         else if (!strcmp(f, "--meter")) { NEED_VALUE a.meter = v; }
         else if (!strcmp(f, "--out")) { NEED_VALUE a.out = v; }
@@ -390,7 +393,13 @@ int eco_cmd_measure(int argc, char **argv)
     eco_weights *w = NULL;
     eco_err e;
     const eco_model_config *preset = a.model ? eco_preset_find(a.model) : NULL;
-    if (a.weights_dir) e = eco_weights_open(a.weights_dir, NULL, &w);
+    eco_model_config given_cfg;
+    if (a.config && eco_model_config_from_json(a.config, &given_cfg)) {
+        fprintf(stderr, "eco measure: --config: %s\n", eco_last_error());
+        eco_schema_free(schema);
+        return 2;
+    }
+    if (a.weights_dir) e = eco_weights_open(a.weights_dir, a.config ? &given_cfg : NULL, &w);
     else if (!preset) {
         fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`%s)\n", a.model,
                 !strcmp(a.model, "tiny") ? "; the tiny test shape is measured from files: `eco model save tiny --out DIR`, then --weights DIR" : "");

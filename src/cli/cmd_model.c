@@ -20,7 +20,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: eco model list\n"
                "       eco model info NAME | --config path/to/config.json\n"
-               "       eco model generate (--preset NAME [--synthetic] [--seed N] | --weights DIR)\n"
+               "       eco model generate (--preset NAME [--synthetic] [--seed N] | --weights DIR|FILE [--config config.json])\n"
                "                          [--precision P] [--tokens N] [--prompt-ids 1,2,3] [--threads N]\n"
                "                          [--quantize-lm-head] [--int8-threshold T] [--max-seq N]\n"
                "       eco model save NAME --out DIR [--seed N] [--dtype f16|bf16|f32] [--shards N]\n"
@@ -103,7 +103,7 @@ static int parse_ids(const char *s, int32_t **ids, int *n)
 
 static int cmd_generate(int argc, char **argv)
 {
-    const char *preset = NULL, *weights_dir = NULL, *prompt = "1";
+    const char *preset = NULL, *weights_dir = NULL, *prompt = "1", *config = NULL;
     uint64_t seed = 1;
     int tokens = 16;
     eco_engine_options o;
@@ -120,6 +120,7 @@ static int cmd_generate(int argc, char **argv)
         i++;
         if (!strcmp(a, "--preset")) preset = v;
         else if (!strcmp(a, "--weights")) weights_dir = v;
+        else if (!strcmp(a, "--config")) config = v;
         else if (!strcmp(a, "--seed")) { if (!eco_arg_long(cmd, a, v, 0, LONG_MAX, &n)) return 2; seed = (uint64_t)n; }
         else if (!strcmp(a, "--tokens")) { if (!eco_arg_long(cmd, a, v, 1, 100000, &n)) return 2; tokens = (int)n; }
         else if (!strcmp(a, "--threads")) { if (!eco_arg_long(cmd, a, v, 0, ECO_ENGINE_MAX_CPU_THREADS, &n)) return 2; o.threads = (int)n; }
@@ -141,7 +142,9 @@ static int cmd_generate(int argc, char **argv)
         if (!c) { fprintf(stderr, "eco model generate: unknown preset \"%s\" (eco model list)\n", preset); free(ids); return 2; }
         e = eco_weights_synthetic(c, seed, &w);
     } else {
-        e = eco_weights_open(weights_dir, NULL, &w);
+        eco_model_config given;
+        e = config ? eco_model_config_from_json(config, &given) : ECO_OK;
+        if (!e) e = eco_weights_open(weights_dir, config ? &given : NULL, &w);
     }
     if (e) { fprintf(stderr, "eco model generate: %s\n", eco_last_error()); free(ids); return 1; }
     if (o.max_seq == 0) o.max_seq = n_ids + tokens;

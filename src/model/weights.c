@@ -403,7 +403,7 @@ eco_err eco_weights_open(const char *path, const eco_model_config *c, eco_weight
     eco_err e = ECO_OK;
     char buf[4096];
     if (is_file(path)) {
-        if (!c) { e = eco_fail(ECO_EINVAL, "%s: a single safetensors file needs a model config", path); goto fail; }
+        if (!c) { e = eco_fail(ECO_EINVAL, "%s: a single safetensors file needs a model config (--config path/to/config.json)", path); goto fail; }
         w->cfg = *c;
         if ((e = add_shard(w, path))) goto fail;
     } else {

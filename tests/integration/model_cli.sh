@@ -17,6 +17,12 @@ after=$("$ECO" model generate --weights "$T/ck" --prompt-ids 5,6 --tokens 6 | gr
 [ "$before" = "$after" ] || fail "the first checkpoint changed: $before / $after"
 want=$("$ECO" model generate --preset tiny --seed 1 --prompt-ids 5,6 --tokens 6 | grep '^tokens')
 [ "$before" = "$want" ] || fail "checkpoint vs synthetic: $before / $want"
+# one .safetensors file with its config given apart
+"$ECO" model save tiny --out "$T/one" --seed 1 > /dev/null
+run model generate --weights "$T/one/model.safetensors" --prompt-ids 5,6 --tokens 6
+[ $rc -eq 1 ] && grep -q -- "needs a model config (--config" "$T/err" || fail "bare file without config: rc $rc, $(cat "$T/err")"
+single=$("$ECO" model generate --weights "$T/one/model.safetensors" --config "$T/one/config.json" --prompt-ids 5,6 --tokens 6 | grep '^tokens')
+[ "$single" = "$want" ] || fail "one file + --config: $single / $want"
 grep -q '"torch_dtype": "float16"' "$T/ck/config.json" || fail "config.json torch_dtype: $(grep dtype "$T/ck/config.json")"
 
 # a norm, or an embedding row, the engine cannot hold in fp16 is an error naming the tensor (was: NaN logits)
