@@ -422,14 +422,14 @@ int eco_cmd_measure(int argc, char **argv)
         return 1;
     }
     /* a checkpoint's name: its config's _name_or_path, else the folder's name (not the local path) */
-    if (a.model) snprintf(model_name, sizeof model_name, "%s", preset ? preset->hf_id : a.model);
-    else if (cfg->hf_id[0]) snprintf(model_name, sizeof model_name, "%s", cfg->hf_id);
+    if (a.model) snprintf(model_name, sizeof model_name, "%.255s", preset ? preset->hf_id : a.model);
+    else if (cfg->hf_id[0]) snprintf(model_name, sizeof model_name, "%.255s", cfg->hf_id);
     else {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", a.weights_dir);
         for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--) dir[len - 1] = '\0';
         const char *slash = strrchr(dir, '/');
-        snprintf(model_name, sizeof model_name, "%s", slash && slash[1] ? slash + 1 : dir);
+        snprintf(model_name, sizeof model_name, "%.255s", slash && slash[1] ? slash + 1 : dir);
     }
     if (a.prompt_tokens + o.tokens > cfg->max_pos || a.quality_tokens > cfg->max_pos) {
         fprintf(stderr, "eco measure: %s takes %d positions (max_position_embeddings): --prompt-tokens %d + --tokens %d, "
