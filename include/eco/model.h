@@ -154,6 +154,8 @@ int eco_synthetic_outlier_dims(const eco_model_config *c, uint64_t seed, int *di
  * or one .safetensors file. `c` overrides the directory's config.json (required for a bare file).
  * Every tensor's presence, dtype (F16/BF16/F32) and shape are checked against the config up front. */
 eco_err eco_weights_open(const char *path, const eco_model_config *c, eco_weights **out);
+/* Whether a file name belongs to an HF checkpoint: config.json, model.safetensors.index.json, any *.safetensors. */
+bool eco_checkpoint_file_name(const char *name);
 const eco_model_config *eco_weights_config(const eco_weights *w);
 /* The tensor as fp32 [rows*cols] in a new buffer (free()); layer is ignored for non-layer kinds. */
 eco_err eco_weights_get(eco_weights *w, eco_weight_kind k, int layer, float **out, uint64_t *n);

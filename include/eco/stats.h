@@ -1,4 +1,4 @@
-/* Small statistics kit: a seeded RNG (so bootstraps are reproducible), summaries, t and bootstrap CIs.
+/* Small statistics kit: a seeded RNG (so the fitter's bootstraps are reproducible), summaries, t CIs, a paired ratio CI.
  * Pure C, no I/O: compiled into the WebAssembly build too. */
 #ifndef ECO_STATS_H
 #define ECO_STATS_H

@@ -1,5 +1,4 @@
 /* eco measure: a controlled A/B of precisions on one device in one session (see include/eco/measure.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/files.h"
 #include "cli/commands.h"
 #include "eco/cuda.h"
 #include "eco/engine.h"
@@ -186,103 +186,6 @@ static int make_tokens(const measure_args *a, const eco_model_config *c, int32_t
     return 1;
 }
 
-static bool writable_file(const char *path, char *why, size_t cap)
-{
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { snprintf(why, cap, "%s is a folder, not a file to write", path); return false; }
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) { snprintf(why, cap, "cannot write %s: no folder %s", path, dir); return false; }
-    if (access(dir, W_OK | X_OK) != 0) { snprintf(why, cap, "cannot write %s: %s: %s", path, dir, strerror(errno)); return false; }
-    if (stat(path, &st) == 0 && access(path, W_OK) != 0) { snprintf(why, cap, "cannot write %s: %s", path, strerror(errno)); return false; }
-    return true;
-}
-
-/* The file a path names once written: its folder resolved, then its name ("./e.json" and "e.json" are one). */
-static bool resolved_path(const char *path, char *out, size_t cap)
-{
-    char dir[PATH_MAX], real[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    if (!realpath(dir, real)) return false;
-    return snprintf(out, cap, "%s/%s", real, base) < (int)cap;
-}
-
-static bool same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
-    return resolved_path(a, ra, sizeof ra) && resolved_path(b, rb, sizeof rb) ? !strcmp(ra, rb) : !strcmp(a, b);
-}
-
-/* Writes `len` bytes to path through a temporary file renamed over it: a full disk or a signal leaves the old
- * file, not a truncated one. */
-static bool write_atomically(const char *path, const char *data, size_t len)
-{
-    char tmp[PATH_MAX + 32];
-    struct stat st;
-    bool special = stat(path, &st) == 0 && !S_ISREG(st.st_mode); /* a device or pipe is written, never replaced */
-    snprintf(tmp, sizeof tmp, "%s", path);
-    if (!special) snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) { fprintf(stderr, "eco measure: cannot write %s: %s\n", tmp, strerror(errno)); return false; }
-    bool ok = fwrite(data, 1, len, f) == len;
-    ok = fflush(f) == 0 && ok;
-    if (!special) ok = fsync(fileno(f)) == 0 && ok;
-    int saved = errno;
-    ok = fclose(f) == 0 && ok;
-    if (ok && (special || rename(tmp, path) == 0)) return true;
-    fprintf(stderr, "eco measure: cannot write %s: %s\n", path, strerror(ok ? errno : saved ? saved : EIO));
-    if (!special) unlink(tmp);
-    return false;
-}
-
-static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-/* A checkpoint's identity: SHA-256 of the manifest "<sha256>  <name>\n" of its config.json, index and
- * .safetensors files in name order (sha256sum's format, so `sha256sum config.json *.safetensors*` checks it),
- * or of the one file given. */
-static eco_err checkpoint_sha256(const char *path, bool quiet, char out[65])
-{
-    struct stat st;
-    if (stat(path, &st) != 0) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return eco_sha256_file_hex(path, out);
-    DIR *d = opendir(path);
-    if (!d) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
-    char *names[256];
-    size_t n = 0;
-    for (struct dirent *ent; (ent = readdir(d)) && n < 256;) {
-        size_t len = strlen(ent->d_name);
-        bool st_file = len > 12 && !strcmp(ent->d_name + len - 12, ".safetensors");
-        if (st_file || !strcmp(ent->d_name, "config.json") || !strcmp(ent->d_name, "model.safetensors.index.json"))
-            names[n++] = strdup(ent->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, by_name);
-    size_t cap = n * 400 + 1, at = 0;
-    char *manifest = malloc(cap);
-    eco_err e = manifest ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n && !e; i++) {
-        char file[PATH_MAX + 300], hex[65];
-        snprintf(file, sizeof file, "%s/%s", path, names[i]);
-        if (!quiet) fprintf(stderr, "[hash] %s\n", file);
-        if (!(e = eco_sha256_file_hex(file, hex))) at += (size_t)snprintf(manifest + at, cap - at, "%s  %s\n", hex, names[i]);
-    }
-    if (!e) eco_sha256_hex(manifest, at, out);
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(manifest);
-    return e;
-}
-
 static const char *default_backend(void)
 {
     if (&eco_backend_cuda && eco_cuda_device_name) {
@@ -372,11 +275,11 @@ int eco_cmd_measure(int argc, char **argv)
 
     /* Everything the end of the run needs, checked before it starts: a measurement can take an hour. */
     char why[PATH_MAX + 64];
-    if (!*a.out || !*a.report || same_file(a.out, a.report)) {
+    if (!*a.out || !*a.report || eco_same_output(a.out, a.report)) {
         fprintf(stderr, "eco measure: --out and --report must be two different files (got '%s' and '%s')\n", a.out, a.report);
         return 2;
     }
-    if (!writable_file(a.out, why, sizeof why) || !writable_file(a.report, why, sizeof why)) {
+    if (!eco_file_writable(a.out, why, sizeof why) || !eco_file_writable(a.report, why, sizeof why)) {
         fprintf(stderr, "eco measure: %s\n", why);
         return 2;
     }
@@ -414,23 +317,6 @@ int eco_cmd_measure(int argc, char **argv)
         return 1;
     }
     const eco_model_config *cfg = eco_weights_config(w);
-    char ck_sha[65] = "", model_name[256];
-    if (a.weights_dir && (e = checkpoint_sha256(a.weights_dir, o.quiet, ck_sha))) {
-        fprintf(stderr, "eco measure: %s\n", eco_last_error());
-        eco_weights_free(w);
-        eco_schema_free(schema);
-        return 1;
-    }
-    /* a checkpoint's name: its config's _name_or_path, else the folder's name (not the local path) */
-    if (a.model) snprintf(model_name, sizeof model_name, "%.255s", preset ? preset->hf_id : a.model);
-    else if (cfg->hf_id[0]) snprintf(model_name, sizeof model_name, "%.255s", cfg->hf_id);
-    else {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", a.weights_dir);
-        for (size_t len = strlen(dir); len > 1 && dir[len - 1] == '/'; len--) dir[len - 1] = '\0';
-        const char *slash = strrchr(dir, '/');
-        snprintf(model_name, sizeof model_name, "%.255s", slash && slash[1] ? slash + 1 : dir);
-    }
     if (a.prompt_tokens + o.tokens > cfg->max_pos || a.quality_tokens > cfg->max_pos) {
         fprintf(stderr, "eco measure: %s takes %d positions (max_position_embeddings): --prompt-tokens %d + --tokens %d, "
                         "and --quality-tokens %d, must each fit\n", cfg->name, cfg->max_pos, a.prompt_tokens, o.tokens, a.quality_tokens);
@@ -438,6 +324,15 @@ int eco_cmd_measure(int argc, char **argv)
         eco_schema_free(schema);
         return 2;
     }
+    char ck_sha[65] = "", model_name[256];
+    if (a.weights_dir && (e = eco_checkpoint_sha256(a.weights_dir, o.quiet, ck_sha))) {
+        fprintf(stderr, "eco measure: %s\n", eco_last_error());
+        eco_weights_free(w);
+        eco_schema_free(schema);
+        return 1;
+    }
+    if (a.model) snprintf(model_name, sizeof model_name, "%.255s", preset ? preset->hf_id : a.model);
+    else eco_checkpoint_name(a.weights_dir, cfg->hf_id, model_name, sizeof model_name);
 
     /* The meter before the engines: a missing counter is a clear error unless energy is not asked for. */
     eco_nvml *meter = NULL;
@@ -539,11 +434,11 @@ int eco_cmd_measure(int argc, char **argv)
     }
     {
         char *text = json_dumps(doc, JSON_INDENT(1) | JSON_REAL_PRECISION(10)), *md = NULL;
-        bool written = text && write_atomically(a.out, text, strlen(text));
+        bool written = text && eco_write_atomically("eco measure", a.out, text, strlen(text));
         free(text);
         if (!written) goto done;
         if ((e = eco_energy_report_md(doc, &md))) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
-        written = write_atomically(a.report, md, strlen(md));
+        written = eco_write_atomically("eco measure", a.report, md, strlen(md));
         if (written && !o.quiet) fputs(md, stdout);
         free(md);
         if (!written) { fprintf(stderr, "eco measure: %s is written; its report is not (eco report %s renders it)\n", a.out, a.out); goto done; }

@@ -6,7 +6,7 @@
 #include "eco/err.h"
 
 /* Exit statuses: 0 done; 1 failed (I/O, device, ...); 2 the request is wrong (usage, bad value, unknown name);
- * 3 a valid request the data holds no answer for (no measurements of that precision on that architecture). */
+ * 3 a valid request the data or the build cannot serve (no measurements of that precision on that architecture). */
 enum { ECO_EXIT_OK = 0, ECO_EXIT_FAILED = 1, ECO_EXIT_USAGE = 2, ECO_EXIT_NO_DATA = 3 };
 
 static inline int eco_cli_exit_status(eco_err e)

@@ -29,7 +29,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].fn) fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\nexit status: 0 done, 1 failed, 2 wrong request (usage, bad value, unknown name),\n"
-                 "             3 valid request the data has no answer for (estimate, optimize)\n");
+                 "             3 valid request the data or this build cannot serve (no data for that precision, ...)\n");
 }
 
 int main(int argc, char **argv)

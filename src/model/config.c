@@ -154,7 +154,7 @@ static eco_err parse_window_layers(json_t *root, const eco_model_config *c, bool
                 return eco_fail_field(ECO_EINVAL, "layer_types", "layer_types[%zu] must be \"full_attention\" or \"sliding_attention\"", i);
             sliding += !strcmp(t, "sliding_attention");
         }
-        if (sliding && sliding < c->layers)
+        if (windowed && sliding && sliding < c->layers)
             return eco_fail_field(ECO_EUNSUPPORTED, "layer_types", "a sliding window on %d of %d layers is not supported "
                                   "(only on all layers or none)", sliding, c->layers);
         *use_sw = windowed && sliding == c->layers;

@@ -570,6 +570,13 @@ static eco_err save_item_fill(eco_weights *w, save_item *it, eco_dtype dt)
     return ECO_OK;
 }
 
+bool eco_checkpoint_file_name(const char *name)
+{
+    size_t len = strlen(name);
+    return !strcmp(name, "config.json") || !strcmp(name, "model.safetensors.index.json") ||
+           (len > 12 && !strcmp(name + len - 12, ".safetensors"));
+}
+
 /* A folder that already holds a checkpoint's files: writing into it would mix two checkpoints (the loader reads an
  * old index and its shards before a new model.safetensors). */
 static eco_err refuse_checkpoint_folder(const char *dir)
@@ -577,13 +584,8 @@ static eco_err refuse_checkpoint_folder(const char *dir)
     DIR *d = opendir(dir);
     if (!d) return errno == ENOENT ? ECO_OK : eco_fail(ECO_EIO, "%s: %s", dir, strerror(errno));
     char found[256] = "";
-    for (struct dirent *ent; (ent = readdir(d)) && !found[0];) {
-        const char *n = ent->d_name;
-        size_t len = strlen(n);
-        bool shard = !strncmp(n, "model", 5) && len > 12 && !strcmp(n + len - 12, ".safetensors");
-        if (shard || !strcmp(n, "config.json") || !strcmp(n, "model.safetensors.index.json"))
-            snprintf(found, sizeof found, "%s", n);
-    }
+    for (struct dirent *ent; (ent = readdir(d)) && !found[0];)
+        if (eco_checkpoint_file_name(ent->d_name)) snprintf(found, sizeof found, "%s", ent->d_name);
     closedir(d);
     if (found[0])
         return eco_fail(ECO_EINVAL, "%s already holds a checkpoint (%s): save into a new or empty folder, so no file of "
@@ -709,7 +711,7 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
         if (!e) {
             const char *meta[] = {"format", "pt"};
             e = eco_safetensors_write(path, wt, i1 - i0, meta, 1);
-            if (!e) written = s + 1;
+            written = s + 1; /* a shard that failed part-way is removed with the others */
         }
         for (size_t i = i0; i < i1; i++) {
             json_object_set_new(wmap, items[i].name, json_string(fname));
@@ -732,7 +734,7 @@ eco_err eco_weights_save(eco_weights *w, const char *dir, eco_dtype dtype, int s
     }
     if (!e) {
         snprintf(path, sizeof path, "%s/config.json", dir);
-        e = write_config(w, dtype, path);
+        if ((e = write_config(w, dtype, path))) unlink(path);
     }
     if (e) {
         for (int s = 0; s < written; s++) {

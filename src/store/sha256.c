@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -93,10 +94,13 @@ eco_err eco_sha256_file_hex(const char *path, char out[65])
     FILE *f = fopen(path, "rb");
     if (!f) return eco_fail(ECO_EIO, "%s: %s", path, strerror(errno));
     sha256_ctx c = initial;
-    static _Thread_local uint8_t buf[1 << 20];
+    enum { PIECE = 1 << 20 };
+    uint8_t *buf = malloc(PIECE);
+    if (!buf) { fclose(f); return eco_fail(ECO_ENOMEM, "out of memory"); }
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) update(&c, buf, n);
+    while ((n = fread(buf, 1, PIECE, f)) > 0) update(&c, buf, n);
     bool bad = ferror(f);
+    free(buf);
     fclose(f);
     if (bad) return eco_fail(ECO_EIO, "%s: read error", path);
     finish_hex(&c, out);

@@ -36,9 +36,14 @@ json "$T/cpu.json" "d.windows.length===15 && d.protocol.blocks===3 && d.protocol
 grep -q "energy unavailable" "$T/cpu.md" || fail "report does not say energy is unavailable"
 # The checkpoint is named by its config (not the local path), identified by a hash of its files' manifest
 # (sha256sum's format), and its synthetic values are disclosed.
-manifest=$(cd "$T/tiny" && sha256sum $(ls config.json *.safetensors* | sort) | sha256sum | cut -d' ' -f1)
+manifest=$(cd "$T/tiny" && sha256sum $(ls config.json *.safetensors* | LC_ALL=C sort) | sha256sum | cut -d' ' -f1)
 json "$T/cpu.json" "d.weights.model==='tiny' && d.weights.source==='checkpoint' && d.weights.checkpoint_sha256==='$manifest'"
 json "$T/cpu.json" "d.notes.some(n => n.includes('synthetic weights written by eco model save (seed 3)'))"
+# without a hub id in its config, a checkpoint is named by its folder, however the path is spelled
+mkdir "$T/my-model" && cp "$T/tiny/"* "$T/my-model/"
+node -e 'const f=process.argv[1],d=JSON.parse(require("fs").readFileSync(f));delete d._name_or_path;require("fs").writeFileSync(f,JSON.stringify(d))' "$T/my-model/config.json"
+(cd "$T/my-model" && "$ECO" measure "${common[@]}" --weights . --idle 0 --precisions fp16,int8 --out "$T/named.json" --report "$T/named.md")
+json "$T/named.json" "d.weights.model==='my-model' && d.run_id.startsWith('my-model-')"
 
 # 2. Fake NVML (scripted constant 150 W): the counter path end to end.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 \
@@ -104,7 +109,13 @@ cp "$T/fake.json" "$T/keep.json"
 set +e; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json" --report /dev/full 2> "$T/full.err"; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "cannot write /dev/full" "$T/full.err" || fail "report to a full disk: rc $rc, $(cat "$T/full.err")"
 "$ECO" validate "$T/keep.json" > /dev/null || fail "energy.json not whole after a failed report"
-ls "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+# a regular file whose new version cannot be written whole (file-size limit) keeps its old version, and no
+# temporary file is left behind
+cp "$T/keep.json" "$T/keep.before"
+set +e; (trap '' XFSZ; ulimit -f 4; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json" --report "$T/keep.md" 2> "$T/fsz.err"); rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "cannot write $T/keep.json" "$T/fsz.err" || fail "write past the size limit: rc $rc, $(cat "$T/fsz.err")"
+cmp -s "$T/keep.json" "$T/keep.before" || fail "the old energy.json changed after a failed write"
+ls -a "$T" | grep -q '^\.keep\.json\.' && fail "a temporary file was left behind"
 
 # 2e. Windows last at least --window; an idle power that moved during the run is flagged; a metered run needs an idle.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=steps:0=100,2.5=150 \

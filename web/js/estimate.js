@@ -94,7 +94,9 @@ function renderOpt(o) {
 // setting .value would then blank it. Keep the name as an option, so the estimator resolves it or says why not.
 function setField(id, value) {
   const f = $(id);
-  if (f.tagName === 'SELECT' && ![...f.options].some((o) => o.value === value)) f.append(el('option', { value }, `${value} (from the link)`));
+  if (f.tagName !== 'SELECT') { f.value = value; return; }
+  for (const o of [...f.querySelectorAll('option[data-from-link]')]) if (o.value !== value) o.remove();
+  if (![...f.options].some((o) => o.value === value)) f.append(el('option', { value, 'data-from-link': '1' }, `${value} (from the link)`));
   f.value = value;
 }
 

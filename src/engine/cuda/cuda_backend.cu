@@ -1579,7 +1579,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
             for (int i = 0; i < 3 && !e; i++) {
                 float *t;
                 uint64_t n;
-                if (!(e = eco_weights_get(w, bk[i], l, &t, &n))) {
+                if (!(e = eco_weights_get_fp16(w, bk[i], l, &t, &n))) { /* as the CPU reference holds them */
                     memcpy(bias + off, t, n * sizeof(float));
                     off += n;
                     free(t);
