@@ -99,6 +99,8 @@ const char *eco_measurement_basis(const eco_measurement *m);
 const char *eco_measurement_failure(const eco_measurement *m);
 double eco_measurement_idle_before_w(const eco_measurement *m);
 double eco_measurement_idle_after_w(const eco_measurement *m);
+/* Windows measured again because their prefill estimate left no decode energy (run flag window-remeasured). */
+size_t eco_measurement_windows_remeasured(const eco_measurement *m);
 /* The self-test and windows as JSON (for energy.json), new reference. */
 json_t *eco_measurement_meter_json(const eco_measurement *m);
 json_t *eco_measurement_windows_json(const eco_measurement *m);

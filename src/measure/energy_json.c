@@ -180,8 +180,10 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     json_object_set_new(wts, "checkpoint_sha256", str_or_null(meta->checkpoint_sha256));
     if (meta->weights_source && !strcmp(meta->weights_source, "synthetic"))
         json_object_set_new(wts, "synthetic_seed", json_integer((json_int_t)(meta->synthetic_seed & 0x7fffffffffffffffull)));
-    json_object_set_new(wts, "quantization", json_pack("{s:f, s:s}", "int8_mixed_threshold", meta->int8_mixed_threshold,
-                                                       "lm_head", meta->lm_head_quantized ? "quantized" : "fp16"));
+    json_t *quant = json_pack("{s:s}", "lm_head", meta->lm_head_quantized ? "quantized" : "fp16");
+    for (int c = 0; c < o->n_configs; c++) /* the threshold only where a precision used it */
+        if (o->precisions[c] == ECO_PREC_INT8_MIXED) json_object_set_new(quant, "int8_mixed_threshold", json_real(meta->int8_mixed_threshold));
+    json_object_set_new(wts, "quantization", quant);
     json_object_set_new(doc, "weights", wts);
 
     json_t *results = json_array(), *comparisons = json_array(), *run_flags = json_array();
@@ -199,6 +201,7 @@ eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, j
     /* net energy subtracts the idle before the run: an idle that moved by more than 10% by the end makes it doubtful */
     double ib = eco_measurement_idle_before_w(m), ia = eco_measurement_idle_after_w(m);
     if (ib > 0 && ia > 0 && fabs(ia - ib) > IDLE_DRIFT_FRACTION * ib) add_flag(run_flags, "idle-drift");
+    if (eco_measurement_windows_remeasured(m)) add_flag(run_flags, "window-remeasured");
     json_object_set_new(doc, "flags", run_flags);
     json_t *notes = json_array();
     if (meta->weights_source && !strcmp(meta->weights_source, "synthetic"))

@@ -26,6 +26,8 @@ struct eco_measurement {
     double cadence_median_ms, read_latency_median_ms;
     int idle_check_passed, cadence_check_passed; /* -1 = not run */
     size_t windows_flagged, sampler_dropped, sampler_samples;
+    size_t windows_remeasured; /* windows whose prefill estimate left no decode energy, measured again */
+    bool prefill_swamped;      /* set by measure_config for that case */
     double gens_per_window[ECO_MEASURE_MAX_CONFIGS], prefills_per_window[ECO_MEASURE_MAX_CONFIGS];
     json_t *quality[ECO_MEASURE_MAX_CONFIGS];
     char failure[512]; /* why the meter self-test failed ("" when it did not) */
@@ -259,7 +261,8 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     win.mean_power_w = win.energy_j / window_s;
     win.prefill_energy_j = prefill_each_j * k;
     double decode_energy_j = win.energy_j - win.prefill_energy_j;
-    if (meter && !(decode_energy_j > 0.05 * win.energy_j))
+    m->prefill_swamped = meter && !(decode_energy_j > 0.05 * win.energy_j);
+    if (m->prefill_swamped)
         return eco_fail(ECO_ESTATE, "block %d, %s: the prefills' energy (%.3g J, from their own sub-window) is %.0f%% of the "
                                     "window's %.3g J, so its decode energy cannot be told apart: a longer --window, or a "
                                     "quieter machine", block + 1, eco_precision_name(o->precisions[config]),
@@ -337,8 +340,19 @@ static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter
     int order[ECO_MEASURE_MAX_CONFIGS];
     for (int b = 0; b < o->iterations; b++) {
         shuffle(order, o->n_configs, &rng);
-        for (int p = 0; p < o->n_configs; p++)
-            if ((e = measure_config(m, w, meter, s, b, p, order[p]))) return e;
+        for (int p = 0; p < o->n_configs; p++) {
+            /* one noisy prefill sub-window is measured again (twice at most) rather than ending the run */
+            for (int attempt = 0;; attempt++) {
+                m->prefill_swamped = false;
+                e = measure_config(m, w, meter, s, b, p, order[p]);
+                if (!e || !m->prefill_swamped || attempt == 2) break;
+                m->windows_remeasured++;
+                fprintf(stderr, "[block %d/%d] %s: %s; measuring the window again\n", b + 1, o->iterations,
+                        eco_precision_name(o->precisions[order[p]]), eco_last_error());
+                eco_clear_error();
+            }
+            if (e) return e;
+        }
     }
 
     if (meter) {
@@ -408,6 +422,8 @@ const eco_window *eco_measurement_windows(const eco_measurement *m) { return m->
 const char *eco_measurement_basis(const eco_measurement *m) { return m->basis; }
 const char *eco_measurement_failure(const eco_measurement *m) { return m->failure; }
 double eco_measurement_idle_before_w(const eco_measurement *m) { return m->idle_before_w; }
+size_t eco_measurement_windows_remeasured(const eco_measurement *m) { return m->windows_remeasured; }
+
 double eco_measurement_idle_after_w(const eco_measurement *m) { return m->idle_after_w; }
 json_t *eco_measurement_quality_json(const eco_measurement *m, int config)
 {

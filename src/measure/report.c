@@ -191,9 +191,12 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
                 (long long)json_integer_value(json_object_get(w, "synthetic_seed")));
     fputs(").\n", f);
     const json_t *qz = json_object_get(w, "quantization");
-    if (json_is_object(qz))
-        fprintf(f, "- Quantization: LLM.int8() threshold %g; lm_head %s.\n", json_number_value(json_object_get(qz, "int8_mixed_threshold")),
-                str(qz, "lm_head", "?"));
+    if (json_is_object(qz)) {
+        fputs("- Quantization: ", f);
+        if (json_is_number(json_object_get(qz, "int8_mixed_threshold")))
+            fprintf(f, "LLM.int8() threshold %g; ", json_number_value(json_object_get(qz, "int8_mixed_threshold")));
+        fprintf(f, "lm_head %s.\n", str(qz, "lm_head", "?"));
+    }
     const char *qtext = NULL;
     for (size_t qi = 0; qi < json_array_size(results) && !qtext; qi++)
         qtext = str(json_object_get(json_array_get(results, qi), "quality"), "text_name", NULL);

@@ -53,6 +53,7 @@ json "$T/fake.json" "d.meter.basis==='measured' && d.meter.method==='nvml-energy
 json "$T/fake.json" "Math.abs(d.idle.before_w-150)<3 && d.results.every(r => r.mj_per_token_gross>0 && r.cv_pct!==null)"
 json "$T/fake.json" "d.comparisons[0].precision==='nf4' && typeof d.comparisons[0].delta_pct==='number' && d.comparisons[0].ci95_pct.length===2"
 json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
+json "$T/fake.json" "d.weights.quantization.lm_head==='fp16' && !('int8_mixed_threshold' in d.weights.quantization)"
 # At constant power, energy per token is power x time per token: check against the measured speed.
 json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
 "$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
