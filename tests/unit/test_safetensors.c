@@ -229,6 +229,18 @@ static void assert_same_weights(eco_weights *a, eco_weights *b)
     }
 }
 
+/* A text file of a checkpoint folder, NUL-terminated (cut at cap - 1 bytes). */
+static void read_text(const char *dir, const char *name, char *buf, size_t cap)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
 static void test_checkpoint_round_trip(void **state)
 {
     (void)state;
@@ -248,14 +260,8 @@ static void test_checkpoint_round_trip(void **state)
         assert_same_weights(syn, ck);
         eco_weights_free(ck);
         if (fams[f] == ECO_FAMILY_PHI3) { /* really fused on disk */
-            char p[300];
-            snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-            FILE *fp = fopen(p, "r");
-            assert_non_null(fp);
             char buf[8192];
-            size_t n = fread(buf, 1, sizeof buf - 1, fp);
-            buf[n] = 0;
-            fclose(fp);
+            read_text(dir, "model.safetensors.index.json", buf, sizeof buf);
             assert_non_null(strstr(buf, "model.layers.1.self_attn.qkv_proj.weight"));
             assert_non_null(strstr(buf, "model.layers.0.mlp.gate_up_proj.weight"));
             assert_null(strstr(buf, "q_proj"));
@@ -351,13 +357,8 @@ static void test_checkpoint_shards_balanced(void **state)
     }
     for (int s = 0; s < shards; s++) /* within one tensor of an even split */
         assert_true(labs(size[s] - total / shards) <= largest_tensor);
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    FILE *f = fopen(p, "r");
-    assert_non_null(f);
     char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
+    read_text(dir, "config.json", buf, sizeof buf);
     assert_non_null(strstr(buf, "\"torch_dtype\": \"float16\""));
     eco_weights_free(syn);
 }
