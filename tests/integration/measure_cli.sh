@@ -110,6 +110,11 @@ cp "$T/fake.json" "$T/keep.json"
 set +e; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json" --report /dev/full 2> "$T/full.err"; rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "cannot write /dev/full" "$T/full.err" || fail "report to a full disk: rc $rc, $(cat "$T/full.err")"
 "$ECO" validate "$T/keep.json" > /dev/null || fail "energy.json not whole after a failed report"
+# a folder's tokenizer.json that cannot serve is said on stderr and in the quality text's name
+mkdir "$T/badtok" && cp "$T/tiny/"* "$T/badtok/" && echo '{"model": {"type": "Unigram"}}' > "$T/badtok/tokenizer.json"
+"$ECO" measure "${common[@]}" --weights "$T/badtok" --idle 0 --precisions fp16,int8 --out "$T/badtok.json" --report "$T/badtok.md" 2> "$T/badtok.err"
+grep -q "warning: $T/badtok/tokenizer.json not used" "$T/badtok.err" || fail "no tokenizer warning: $(cat "$T/badtok.err")"
+json "$T/badtok.json" "d.results[1].quality.text_name.includes('tokenizer.json could not be used')"
 # a regular file whose new version cannot be written whole (file-size limit) keeps its old version, and no
 # temporary file is left behind
 cp "$T/keep.json" "$T/keep.before"
@@ -149,7 +154,8 @@ set -e
 
 # 2b. A counter that never moves fails the self-test: the run still completes, energy null, basis "failed".
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_COUNTER_MS=100000 \
-  "$ECO" measure "${common[@]}" --idle 0.2 --meter nvml --precisions fp16,nf4 --out "$T/failed.json" --report "$T/failed.md"
+  "$ECO" measure "${common[@]}" --idle 0.2 --meter nvml --precisions fp16,nf4 --out "$T/failed.json" --report "$T/failed.md" 2> "$T/failed.err"
+grep -q "^\[self-test\] energy meter self-test failed" "$T/failed.err" || fail "--quiet hid the failed self-test: $(cat "$T/failed.err")"
 "$ECO" validate "$T/failed.json" >/dev/null || fail "failed-self-test energy.json does not validate"
 json "$T/failed.json" "d.meter.basis==='failed' && d.meter.failure.includes('self-test failed') && d.flags.includes('counter-check-failed')"
 json "$T/failed.json" "d.results.every(r => r.basis==='failed' && r.mj_per_token_gross===null && r.energy_unavailable_reason.includes('self-test'))"

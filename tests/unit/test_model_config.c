@@ -145,6 +145,19 @@ static void test_window_layers_and_biases(void **state)
     expect_fail(j, ECO_EINVAL, "layer_types", "one type per layer");
     snprintf(j, sizeof j, "%s,\"mlp_bias\":true}", head);
     expect_fail(j, ECO_EUNSUPPORTED, "mlp_bias", "mlp_bias=true is not supported");
+    /* eco model save's mark of synthetic values reads back, and a bad one is refused */
+    snprintf(j, sizeof j, "%s,\"eco_synthetic_seed\":42}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_true(c.synthetic_checkpoint && c.synthetic_seed == 42);
+    assert_int_equal(eco_model_config_to_json(&c, &out), ECO_OK);
+    assert_non_null(strstr(out, "\"eco_synthetic_seed\": 42"));
+    free(out);
+    snprintf(j, sizeof j, "%s,\"eco_synthetic_seed\":-1}", head);
+    expect_fail(j, ECO_EINVAL, "eco_synthetic_seed", "must be an integer >= 0");
+    /* a split layer_types with no window in use is fine */
+    snprintf(j, sizeof j, "%s,\"use_sliding_window\":false,\"layer_types\":[\"full_attention\",\"sliding_attention\"]}", head);
+    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    assert_int_equal(c.sliding_window, 0);
 }
 
 static void test_phi3(void **state)
