@@ -180,6 +180,12 @@ static void test_formats_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_MMA_ROLES");
     unsetenv("ECO_CUDA_MMA");
+    /* no override: at hidden 4096 fp16's o, gate_up and down go on the tensor cores by default (mma_plan.h) */
+    eco_model_config h4096 = tiny(ECO_FAMILY_LLAMA);
+    h4096.hidden = 4096, h4096.intermediate = 4096, h4096.layers = 1, h4096.heads = 32, h4096.kv_heads = 8, h4096.head_dim = 128;
+    print_message("hidden 4096, default design\n");
+    compare_config(h4096, ECO_PREC_FP16, 0.9999);
+    compare_config(h4096, ECO_PREC_INT8, 0.9999);
 }
 
 /* The tensor-core matvec in a whole model, per format x fused/unfused x shape: worst cosine and greedy

@@ -68,6 +68,7 @@ struct Design {
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
+    bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
     unsigned mma_roles;    // the linears (role bits) its formats may put there (ECO_CUDA_MMA_ROLES, for A/Bs); 0: did not parse
     int mma_rt, mma_kw, mma_splits; // ECO_CUDA_MMA_SHAPE="RT,KW,S" for experiments; 0: chosen per linear
     bool mma_ok;           // false: ECO_CUDA_MMA or ECO_CUDA_MMA_SHAPE did not parse (the engine refuses to start)
@@ -183,6 +184,9 @@ const struct {
     MmaRole role;
 } kMmaRoleNames[] = {{"qkv", kRoleQkv}, {"o", kRoleO}, {"gate_up", kRoleGateUp}, {"down", kRoleDown}, {"lm_head", kRoleLmHead}};
 
+// The roles fp16 takes on the tensor cores by the hidden-size rule (mma_plan.h, eco_mma_fp16_by_default).
+constexpr unsigned kFp16AutoRoles = kRoleO | kRoleGateUp | kRoleDown;
+
 // ECO_CUDA_MMA_ROLES as role bits (unset: all); 0 when it does not parse or names none.
 unsigned parse_mma_roles(const char *v)
 {
@@ -227,6 +231,7 @@ Design requested_design(void)
     if (pf && !parse_int_in(pf, 0, 64, &d.l2_prefetch_mb)) d.l2_prefetch_mb = -1;
     if (d.reference_stack) d.l2_prefetch_mb = 0;
     d.mma_any_size = getenv("ECO_CUDA_MMA") != NULL;
+    d.mma_fp16_auto = !d.mma_any_size && !d.reference_stack;
     d.mma_roles = parse_mma_roles(getenv("ECO_CUDA_MMA_ROLES"));
     if (d.reference_stack) d.mma = 0; // the reference stack keeps the kernels its figures were measured with
     d.mma_rt = d.mma_kw = d.mma_splits = 0;
@@ -263,6 +268,7 @@ struct State {
     size_t rows_partials_n, rows_arrivals_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
+    bool mma_fp16_auto; /* fp16 joined by the hidden-size rule (eco_mma_fp16_by_default): only kFp16AutoRoles */
     unsigned mma_roles; /* the linears that may be tiled, MmaRole bits (ECO_CUDA_MMA_ROLES) */
     int mma_rt, mma_kw, mma_splits; /* its shape when fixed by ECO_CUDA_MMA_SHAPE; 0: per linear */
     int mma_fill; /* how its shapes are scored (kMmaFill*, ECO_CUDA_MMA_FILL) */
@@ -340,6 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
     s->mma_roles = d.mma_roles;
+    s->mma_fp16_auto = d.mma_fp16_auto && eco_mma_fp16_by_default(s->cfg.hidden);
+    if (s->mma_fp16_auto) s->mma |= fmt_bit(ECO_PREC_FP16);
     s->mma_rt = d.mma_rt;
     s->mma_kw = d.mma_kw;
     s->mma_splits = d.mma_splits;
@@ -1235,6 +1243,13 @@ eco_err interleave_pairs(State *s, Linear &l)
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
 // row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
 // residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
+// Whether a linear of this role may take the tensor-core matvec (its format and size decide the rest).
+bool may_tile_role(const State *s, const Linear &l, unsigned role)
+{
+    unsigned roles = s->mma_roles & (l.d.format == ECO_PREC_FP16 && s->mma_fp16_auto ? kFp16AutoRoles : kMmaRolesAll);
+    return (roles & role) != 0;
+}
+
 eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
 {
     eco_err e = may_tile ? tile_linear(s, l, map) : ECO_OK;
@@ -1563,12 +1578,12 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, s->mma_roles & kRoleQkv)))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv))))
             return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, s->mma_roles & kRoleO))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, s->mma_roles & kRoleGateUp)))
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO)))) return e;
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
-        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, s->mma_roles & kRoleDown))) return e;
+        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -1603,7 +1618,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE, false, s->mma_roles & kRoleLmHead)))
+            (e = arrange_linear(s, s->lm_head, EP_STORE, false, may_tile_role(s, s->lm_head, kRoleLmHead))))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -2145,14 +2160,16 @@ void eco_cuda_design(char *buf, size_t cap)
     for (const auto &x : f)
         if (d.mma & fmt_bit(x.format))
             m_at += (size_t)snprintf(mma + m_at, m_at < sizeof mma ? sizeof mma - m_at : 0, "%s%s", m_at ? "," : "", x.tag);
-    if (!m_at) snprintf(mma, sizeof mma, "none");
+    if (!m_at && !d.mma_fp16_auto) snprintf(mma, sizeof mma, "none");
     else if (!d.mma_any_size && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " (linears with >= 8 warps/SM)");
-    if (d.mma && d.mma_roles != kMmaRolesAll && m_at < sizeof mma) {
+    if (d.mma_fp16_auto && m_at < sizeof mma) /* where the model's hidden size qualifies (mma_plan.h) */
+        m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, "%sf16 o/gate_up/down at hidden %% 4096 = 0", m_at ? " + " : "");
+    if ((d.mma || d.mma_fp16_auto) && d.mma_roles != kMmaRolesAll && m_at < sizeof mma) {
         m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, ", only");
         for (const auto &r : kMmaRoleNames)
             if (d.mma_roles & r.role && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " %s", r.name);
     }
-    if (d.mma && m_at < sizeof mma)
+    if ((d.mma || d.mma_fp16_auto) && m_at < sizeof mma)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "

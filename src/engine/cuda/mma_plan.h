@@ -121,6 +121,14 @@ static inline eco_mma_plan eco_mma_choose(const eco_mma_problem *p)
     return best;
 }
 
+/* fp16's o, gate_up and down take the tensor-core matvec by default where the hidden size is a multiple of 4096.
+ * Side by side on the H200 (session 20, bench_engine --variants, 4 rounds), those three roles there against every
+ * linear on the scalar kernel: Llama-3.1-8B 241.3 vs 235.0 tok/s (x1.027, 78.4 -> 80.5% of the roofline),
+ * Mistral-7B-v0.3 251.7 vs 244.9 (x1.028); but Qwen2.5-7B (hidden 3584) 255.6 vs 275.9 (x0.926) and Qwen2.5-14B
+ * (5120) 125.0 vs 138.0 (x0.906), where the scalar kernel already streams at 86-87%. Every role on the tensor
+ * cores (qkv and lm_head too) was x1.019 / x1.022 on the first two. */
+static inline int eco_mma_fp16_by_default(int hidden) { return hidden > 0 && hidden % 4096 == 0; }
+
 #ifdef __cplusplus
 }
 #endif
