@@ -106,6 +106,16 @@ static void test_qwen2(void **state)
 
 static void expect_fail(const char *json, eco_err code, const char *field, const char *msg_part);
 
+/* head + tail as config.json text, parsed; the test fails if it does not parse. */
+static eco_model_config parsed(const char *head, const char *tail)
+{
+    char j[512];
+    snprintf(j, sizeof j, "%s%s", head, tail);
+    eco_model_config c;
+    if (eco_model_config_from_json(j, &c)) fail_msg("%s: %s", j, eco_last_error());
+    return c;
+}
+
 /* Qwen2 windows layers >= max_window_layers (HF): with 2 layers, 2 means none, 0 all, 1 a split the engine
  * refuses; "layer_types" says it per layer. mlp_bias has tensors the engine would ignore: refused. */
 static void test_window_layers_and_biases(void **state)
@@ -115,14 +125,12 @@ static void test_window_layers_and_biases(void **state)
                                "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"sliding_window\":16";
     char j[512];
     eco_model_config c;
-    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":2}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"use_sliding_window\":true,\"max_window_layers\":2}");
     assert_int_equal(c.sliding_window, 0);
     snprintf(j, sizeof j, "%s,\"use_sliding_window\":true}", head); /* default max_window_layers 28 >= 2 layers */
     assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
     assert_int_equal(c.sliding_window, 0);
-    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":0}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"use_sliding_window\":true,\"max_window_layers\":0}");
     assert_int_equal(c.sliding_window, 16);
     /* it writes back as it reads */
     char *out;
@@ -133,11 +141,9 @@ static void test_window_layers_and_biases(void **state)
     free(out);
     snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"max_window_layers\":1}", head);
     expect_fail(j, ECO_EUNSUPPORTED, "max_window_layers", "layers 1..1 of 2");
-    snprintf(j, sizeof j, "%s,\"use_sliding_window\":false,\"max_window_layers\":1}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"use_sliding_window\":false,\"max_window_layers\":1}");
     assert_int_equal(c.sliding_window, 0);
-    snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"layer_types\":[\"sliding_attention\",\"sliding_attention\"]}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"use_sliding_window\":true,\"layer_types\":[\"sliding_attention\",\"sliding_attention\"]}");
     assert_int_equal(c.sliding_window, 16);
     snprintf(j, sizeof j, "%s,\"use_sliding_window\":true,\"layer_types\":[\"full_attention\",\"sliding_attention\"]}", head);
     expect_fail(j, ECO_EUNSUPPORTED, "layer_types", "1 of 2 layers");
@@ -146,8 +152,7 @@ static void test_window_layers_and_biases(void **state)
     snprintf(j, sizeof j, "%s,\"mlp_bias\":true}", head);
     expect_fail(j, ECO_EUNSUPPORTED, "mlp_bias", "mlp_bias=true is not supported");
     /* eco model save's mark of synthetic values reads back, and a bad one is refused */
-    snprintf(j, sizeof j, "%s,\"eco_synthetic_seed\":42}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"eco_synthetic_seed\":42}");
     assert_true(c.synthetic_checkpoint && c.synthetic_seed == 42);
     assert_int_equal(eco_model_config_to_json(&c, &out), ECO_OK);
     assert_non_null(strstr(out, "\"eco_synthetic_seed\": 42"));
@@ -155,8 +160,7 @@ static void test_window_layers_and_biases(void **state)
     snprintf(j, sizeof j, "%s,\"eco_synthetic_seed\":-1}", head);
     expect_fail(j, ECO_EINVAL, "eco_synthetic_seed", "must be an integer >= 0");
     /* a split layer_types with no window in use is fine */
-    snprintf(j, sizeof j, "%s,\"use_sliding_window\":false,\"layer_types\":[\"full_attention\",\"sliding_attention\"]}", head);
-    assert_int_equal(eco_model_config_from_json(j, &c), ECO_OK);
+    c = parsed(head, ",\"use_sliding_window\":false,\"layer_types\":[\"full_attention\",\"sliding_attention\"]}");
     assert_int_equal(c.sliding_window, 0);
 }
 
