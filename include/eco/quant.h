@@ -32,6 +32,8 @@ double eco_precision_bits_per_weight(eco_precision p);
 
 /* ---- Quantized linear weights (CPU reference implementation; layouts and numerics in docs/FORMATS.md) ---- */
 
+#define ECO_INT8_MIXED_THRESHOLD 6.0f /* LLM.int8()'s outlier threshold in the reference library */
+
 typedef struct {
     float int8_threshold; /* LLM.int8 outlier threshold on |activation| (6.0 default; 0 = pure int8 x int8) */
     bool double_quant;    /* nf4: quantize the absmax values (blocks of 256, 8-bit dynamic map, mean offset) */
@@ -79,6 +81,7 @@ eco_err eco_qmatvec_rows(const eco_qweight *q, const float *x, float *y, uint64_
 void eco_qweight_free(eco_qweight *q);
 
 /* Scalar conversions used by the engine and tests. */
+#define ECO_F16_MAX 65504.0f /* the largest finite fp16 */
 uint16_t eco_f32_to_f16(float f); /* round-to-nearest-even, subnormals, overflow -> inf, NaN stays NaN */
 float eco_f16_to_f32(uint16_t h);
 uint16_t eco_f32_to_bf16(float f); /* round-to-nearest-even, NaN stays NaN (quiet) */

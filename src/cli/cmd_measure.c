@@ -200,7 +200,7 @@ int eco_cmd_measure(int argc, char **argv)
     eco_measure_options o;
     eco_measure_options_default(&o);
     measure_args a = {.out = "energy.json", .report = "report.md", .prompt_tokens = 32, .quality_tokens = 128,
-                      .meter = "auto", .int8_threshold = 6.0, .weights_seed = 1};
+                      .meter = "auto", .int8_threshold = ECO_INT8_MIXED_THRESHOLD, .weights_seed = 1};
     long iterations = 1;
     if (!parse_precisions("fp16,int8,int8-mixed,nf4,fp8", &o)) return 2;
     for (int i = 1; i < argc; i++) {

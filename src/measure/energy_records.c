@@ -64,10 +64,11 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
                               "measurement", source);
     const json_t *qz = json_object_get(w, "quantization");
     const json_t *thr = json_object_get(qz, "int8_mixed_threshold");
-    if (qz && ((thr && json_number_value(thr) != 6.0) || !str(qz, "lm_head") || strcmp(str(qz, "lm_head"), "fp16")))
+    if (qz && ((thr && json_number_value(thr) != ECO_INT8_MIXED_THRESHOLD) || !str(qz, "lm_head") || strcmp(str(qz, "lm_head"), "fp16")))
         return eco_fail_field(ECO_EUNSUPPORTED, "weights.quantization",
-                              "%s: the dataset's formats are LLM.int8() at threshold 6.0 with an fp16 lm_head; this run used "
-                              "threshold %g and a %s lm_head", source, thr ? json_number_value(thr) : 6.0, str(qz, "lm_head") ? str(qz, "lm_head") : "?");
+                              "%s: the dataset's formats are LLM.int8() at threshold %.1f with an fp16 lm_head; this run used "
+                              "threshold %g and a %s lm_head", source, ECO_INT8_MIXED_THRESHOLD,
+                              thr ? json_number_value(thr) : ECO_INT8_MIXED_THRESHOLD, str(qz, "lm_head") ? str(qz, "lm_head") : "?");
     const json_t *base = result_of(doc, "fp16");
     double e16 = num(base, "mj_per_token_gross");
     if (!(e16 > 0)) return eco_fail_field(ECO_EINVAL, "results", "%s: no measured fp16 baseline", source);

@@ -27,7 +27,6 @@ struct eco_measurement {
     int idle_check_passed, cadence_check_passed; /* -1 = not run */
     size_t windows_flagged, sampler_dropped, sampler_samples;
     size_t windows_remeasured; /* windows whose prefill estimate left no decode energy, measured again */
-    bool prefill_swamped;      /* set by measure_config for that case */
     double gens_per_window[ECO_MEASURE_MAX_CONFIGS], prefills_per_window[ECO_MEASURE_MAX_CONFIGS];
     json_t *quality[ECO_MEASURE_MAX_CONFIGS];
     char failure[512]; /* why the meter self-test failed ("" when it did not) */
@@ -201,9 +200,11 @@ static void shuffle(int *order, int n, eco_rng *rng)
 }
 
 /* One block's windows for one configuration: a prefill-only window, then the decode window. */
+/* *swamped: the error returned is a window whose prefill estimate left no decode energy (worth measuring again). */
 static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *meter, eco_sampler *s, int block, int pos,
-                              int config)
+                              int config, bool *swamped)
 {
+    *swamped = false;
     const eco_measure_options *o = &m->opt;
     eco_window win;
     memset(&win, 0, sizeof win);
@@ -261,8 +262,8 @@ static eco_err measure_config(eco_measurement *m, eco_workload *w, eco_nvml *met
     win.mean_power_w = win.energy_j / window_s;
     win.prefill_energy_j = prefill_each_j * k;
     double decode_energy_j = win.energy_j - win.prefill_energy_j;
-    m->prefill_swamped = meter && !(decode_energy_j > 0.05 * win.energy_j);
-    if (m->prefill_swamped)
+    *swamped = meter && !(decode_energy_j > 0.05 * win.energy_j);
+    if (*swamped)
         return eco_fail(ECO_ESTATE, "block %d, %s: the prefills' energy (%.3g J, from their own sub-window) is %.0f%% of the "
                                     "window's %.3g J, so its decode energy cannot be told apart: a longer --window, or a "
                                     "quieter machine", block + 1, eco_precision_name(o->precisions[config]),
@@ -342,10 +343,10 @@ static eco_err run_protocol(eco_measurement *m, eco_workload *w, eco_nvml *meter
         shuffle(order, o->n_configs, &rng);
         for (int p = 0; p < o->n_configs; p++) {
             /* one noisy prefill sub-window is measured again (twice at most) rather than ending the run */
+            bool swamped;
             for (int attempt = 0;; attempt++) {
-                m->prefill_swamped = false;
-                e = measure_config(m, w, meter, s, b, p, order[p]);
-                if (!e || !m->prefill_swamped || attempt == 2) break;
+                e = measure_config(m, w, meter, s, b, p, order[p], &swamped);
+                if (!e || !swamped || attempt == 2) break;
                 m->windows_remeasured++;
                 fprintf(stderr, "[block %d/%d] %s: %s; measuring the window again\n", b + 1, o->iterations,
                         eco_precision_name(o->precisions[order[p]]), eco_last_error());

@@ -520,7 +520,7 @@ eco_err eco_weights_get_fp16(eco_weights *w, eco_weight_kind k, int layer, float
     if (e) return e;
     float *v = *out;
     for (uint64_t i = 0; i < *n; i++) {
-        if (isfinite(v[i]) && fabsf(v[i]) <= 65504.0f) {
+        if (isfinite(v[i]) && fabsf(v[i]) <= ECO_F16_MAX) {
             v[i] = eco_f16_to_f32(eco_f32_to_f16(v[i]));
             continue;
         }

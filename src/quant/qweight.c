@@ -119,7 +119,7 @@ uint8_t eco_dynamic_quantize_value(const float *map, float x)
 void eco_quant_options_default(eco_quant_options *o)
 {
     if (!o) return;
-    o->int8_threshold = 6.0f;
+    o->int8_threshold = ECO_INT8_MIXED_THRESHOLD;
     o->double_quant = false;
     o->nf4_blocksize = 64;
 }
@@ -344,7 +344,7 @@ eco_err eco_quantize(eco_precision p, const float *w, uint64_t rows, uint64_t co
     }
     uint64_t n = rows * cols;
     for (uint64_t i = 0; i < n; i++) {
-        if (!isfinite(w[i]) || (p == ECO_PREC_FP16 && fabsf(w[i]) > 65504.0f))
+        if (!isfinite(w[i]) || (p == ECO_PREC_FP16 && fabsf(w[i]) > ECO_F16_MAX))
             return eco_fail_field(ECO_EINVAL, "w", "eco_quantize: w[%llu] (row %llu, col %llu) = %g is %s",
                                   (unsigned long long)i, (unsigned long long)(i / cols),
                                   (unsigned long long)(i % cols), (double)w[i],
