@@ -259,6 +259,17 @@ static const route_entry *find_route(const char *path)
     return NULL;
 }
 
+/* A query of empty segments only ("?", "?&&") names no parameter: accepted wherever none are taken, as the query
+ * parser accepts empty segments between parameters. */
+static bool query_names_none(const char *query, size_t qlen)
+{
+    json_t *params = NULL;
+    bool none = !eco_api_parse_query(query, qlen, &params) && !json_object_size(params);
+    json_decref(params);
+    eco_clear_error();
+    return none;
+}
+
 /* Routes that take no parameters still reject unknown ones, so typos are not silently ignored. */
 static enum MHD_Result reject_query(struct MHD_Connection *con, request *rq, const char *query, size_t qlen)
 {
@@ -274,16 +285,34 @@ static enum MHD_Result reject_query(struct MHD_Connection *con, request *rq, con
     return ret;
 }
 
+/* If-None-Match (RFC 9110 13.1.2): "*" or a comma-separated list of entity tags, compared weakly (W/ ignored). */
+static bool etag_list_matches(const char *list, const char *etag)
+{
+    size_t n = strlen(etag);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',') p++;
+        if (*p == '*') return true;
+        if (!strncmp(p, "W/", 2)) p += 2;
+        const char *end = *p == '"' ? strchr(p + 1, '"') : NULL;
+        size_t len = end ? (size_t)(end - p) + 1 : strcspn(p, ",");
+        if (len == n && !memcmp(p, etag, n)) return true;
+        p += len;
+        while (*p && *p != ',') p++;
+    }
+    return false;
+}
+
 static enum MHD_Result serve_static(eco_api *api, struct MHD_Connection *con, request *rq, const char *path)
 {
     api_static_file f;
     if (api_static_open(api->web_root, path, &f))
         return send_problem(con, rq, 404, "about:blank", "no such file", NULL, NULL);
     const char *inm = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    if (inm && strstr(inm, f.etag)) {
-        close(f.fd);
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        if (!r) return MHD_NO;
+    if (inm && etag_list_matches(inm, f.etag)) {
+        /* the 200's response, as a 304: MHD sends no body and the 200's Content-Length (RFC 9110 8.6), where an
+         * empty response would say 0 */
+        struct MHD_Response *r = MHD_create_response_from_fd64(f.size, f.fd);
+        if (!r) { close(f.fd); return MHD_NO; }
         add_common_headers(r, NULL, "no-cache");
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, f.etag);
         enum MHD_Result ret = queue(con, rq, 304, r);
@@ -329,6 +358,8 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     char path[ECO_API_MAX_URL_BYTES + 1];
     if (eco_api_normalize_path(target, path_len, path, sizeof path)) {
         rq->route = ROUTE_NONE;
+        /* a preflight on any path gets 204 (docs/API.md): the browser then sees the real request's 404 with CORS */
+        if (!strcmp(method, MHD_HTTP_METHOD_OPTIONS)) return queue(con, rq, 204, api->r_preflight);
         return send_problem(con, rq, 404, "about:blank", eco_last_error(), "path", NULL);
     }
 
@@ -366,7 +397,7 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     json_t *params = NULL, *result = NULL;
     eco_err err = ECO_OK;
     if (is_post) {
-        if (qlen) {
+        if (qlen && !query_names_none(query, qlen)) {
             json_t *qp = NULL;
             if (eco_api_parse_query(query, qlen, &qp)) return send_service_error(con, rq, eco_last_error_code());
             const char *name = json_object_iter_key(json_object_iter(qp));
@@ -380,7 +411,7 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
         err = eco_api_parse_body(rq->body ? rq->body : "", rq->body_len, &params);
     } else if (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_MEASUREMENTS) {
         err = eco_api_parse_query(query, qlen, &params);
-    } else if (qlen && rq->route != ROUTE_OPENAPI && rq->route != ROUTE_HEALTHZ && rq->route != ROUTE_METRICS) {
+    } else if (qlen && !query_names_none(query, qlen) && rq->route != ROUTE_OPENAPI && rq->route != ROUTE_HEALTHZ && rq->route != ROUTE_METRICS) {
         return reject_query(con, rq, query, qlen);
     }
     if (err) return send_service_error(con, rq, err);

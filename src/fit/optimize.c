@@ -368,7 +368,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             if (c->vram_gb > r->vram_budget_gb) {
                 c->feasible = false;
                 c->violation += c->vram_gb / r->vram_budget_gb - 1;
-                len += (size_t)snprintf(c->reason + len, sizeof c->reason - len, "needs %.1f GB > VRAM budget %.1f GB",
+                len += (size_t)snprintf(c->reason + len, sizeof c->reason - len, "needs %.3g GB > VRAM budget %.3g GB",
                                         c->vram_gb, r->vram_budget_gb);
             }
             if (q->max_latency_ms > 0 && c->latency_ms > q->max_latency_ms) {

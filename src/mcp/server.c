@@ -281,7 +281,7 @@ static json_t *handle_tools_call(eco_mcp_server *srv, const json_t *id, const js
                               json_pack("{s:s, s:O, s:o}", "field", "name", "tool", name, "available", names));
     }
     const json_t *args = json_object_get(params, "arguments");
-    if (args && !json_is_null(args) && !json_is_object(args))
+    if (args && !json_is_object(args))
         return error_response(id, ECO_JSONRPC_INVALID_PARAMS, "tools/call: params.arguments must be an object",
                               json_pack("{s:s}", "field", "arguments"));
     json_t *empty = NULL;
@@ -404,6 +404,20 @@ eco_err eco_mcp_handle_line(eco_mcp_server *srv, const char *line, size_t len, j
     srv->line_no++;
     json_error_t jerr;
     json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr); /* as eco validate does */
+    if (!msg && json_error_code(&jerr) == json_error_duplicate_key && !strstr(jerr.text, "'\"id\"'")) {
+        /* valid JSON all the same: answer the request's id, so a client waiting on it is not left hanging */
+        json_t *dup = json_loadb(line, len, JSON_DECODE_ANY, NULL);
+        const json_t *id = json_is_object(dup) ? json_object_get(dup, "id") : NULL;
+        if (id && (json_is_string(id) || json_is_integer(id))) {
+            logf_(srv, "invalid request: %s", jerr.text);
+            char buf[320];
+            snprintf(buf, sizeof buf, "Invalid Request: %s (duplicate keys are refused)", jerr.text);
+            *response = error_response(id, ECO_JSONRPC_INVALID_REQUEST, buf, NULL);
+            json_decref(dup);
+            return *response ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory answering an invalid request");
+        }
+        json_decref(dup);
+    }
     if (!msg) {
         logf_(srv, "parse error: %s (column %d)", jerr.text, jerr.column);
         char buf[320];

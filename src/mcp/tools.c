@@ -211,7 +211,8 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
     const json_t *in = at(r, "input"), *gpu = at(r, "gpu"), *best = at(r, "recommended");
     const char *model = strv(in, "model", NULL);
     char size[64];
-    if (model) snprintf(size, sizeof size, "%s", model);
+    if (model && isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "%.40s (%.3gB)", model, numv(in, "params_b"));
+    else if (model) snprintf(size, sizeof size, "%.40s", model);
     else if (isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "a %.3gB model", numv(in, "params_b"));
     else snprintf(size, sizeof size, "the model");
     if (json_is_object(best)) {
@@ -244,7 +245,7 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
         if (json_is_object(c)) {
             sb_printf(&s, " Closest: ");
             put_candidate(&s, c);
-            if (strv(c, "reason", NULL)) sb_printf(&s, "; it %s", strv(c, "reason", ""));
+            if (strv(c, "reason", NULL)) sb_printf(&s, " (%s)", strv(c, "reason", ""));
             sb_printf(&s, ".");
         }
     }
@@ -346,7 +347,7 @@ static const char recommend_desc[] =
     "on a GPU, under optional VRAM and per-token latency budgets, optimizing energy, latency or a balance. Give the "
     "model as a preset name (`model`, see list_models) or a size in billions (`params_b`), and `gpu` (a card name, "
     "see list_gpus); `batch` pins the batch size. Returns the best configuration, alternatives, the Pareto front of energy vs latency (every "
-    "feasible configuration no other one beats on both), precisions rejected with reasons, and for every "
+    "feasible configuration no other one beats on both; a borrowed ΔE counts at the top of its range), precisions rejected with reasons, and for every "
     "number a label (measured | interpolated | extrapolated | estimated | modelled) and a 95% range. Latency and VRAM "
     "are modelled (roofline, byte accounting), not measured.";
 

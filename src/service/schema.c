@@ -185,7 +185,9 @@ static json_t *optimize_response(void)
                "pareto_front",
                described(json_pack("{s:s, s:o, s:i}", "type", "array", "items", candidate(), "maxItems", ECO_OPT_MAX_CANDIDATES),
                          "Feasible configurations that no other feasible one matches or beats on both energy and latency (central "
-                         "estimates; each carries its ΔE range and labels), by latency ascending"),
+                         "estimates, except that a ΔE borrowed from another architecture (label estimated) counts at the top "
+                         "of its range against one of this architecture's own data; each carries its ΔE range and labels), "
+                         "by latency ascending"),
                "rejected", array_of(obj("precision", any_precision(), "reason", t("string"), NULL)), "closest_infeasible",
                nullable(candidate()), "feasible_count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), "candidates_count",
                json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "notes", str_list(), NULL);

@@ -100,6 +100,14 @@ static eco_err check_unknown(const json_t *params, const pspec *spec, size_t n)
     return eco_fail_field(ECO_EINVAL, first, "unknown parameter%s %s (accepted: %s)", strchr(unknown, ',') ? "s" : "", unknown, known);
 }
 
+/* Characters (code points) of valid UTF-8, as the schemas' maxLength counts them: bytes that start one. */
+static size_t utf8_chars(const char *s, size_t bytes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return n;
+}
+
 static eco_err parse_params(const json_t *params, eco_params_origin origin, const pspec *spec, size_t n, pval *out)
 {
     memset(out, 0, n * sizeof *out);
@@ -116,7 +124,7 @@ static eco_err parse_params(const json_t *params, eco_params_origin origin, cons
             if (!json_is_string(v)) return eco_fail_field(ECO_EINVAL, name, "%s must be a string", name);
             out[i].s = json_string_value(v);
             if (!*out[i].s) return eco_fail_field(ECO_EINVAL, name, "%s is empty", name);
-            if (json_string_length(v) > 200) return eco_fail_field(ECO_EINVAL, name, "%s is longer than 200 characters", name);
+            if (utf8_chars(out[i].s, json_string_length(v)) > 200) return eco_fail_field(ECO_EINVAL, name, "%s is longer than 200 characters", name);
             continue;
         }
         double d;
@@ -135,9 +143,9 @@ static eco_err parse_params(const json_t *params, eco_params_origin origin, cons
             return eco_fail_field(ECO_EINVAL, name, "%s must be %s", name, spec[i].type == P_INT ? "an integer" : "a number");
         }
         if (!isfinite(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be finite", name);
-        if (spec[i].type == P_INT && d != floor(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be an integer, got %g", name, d);
+        if (spec[i].type == P_INT && d != floor(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be an integer, got %.15g", name, d);
         if (d < spec[i].min || d > spec[i].max)
-            return eco_fail_field(ECO_EINVAL, name, "%s must be between %g and %g, got %g", name, spec[i].min, spec[i].max, d);
+            return eco_fail_field(ECO_EINVAL, name, "%s must be between %.15g and %.15g, got %.15g", name, spec[i].min, spec[i].max, d);
         out[i].d = d;
     }
     return ECO_OK;
@@ -297,7 +305,12 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     const eco_model_config *preset;
     if ((e = resolve_size(&v[1], &v[2], &N, &preset))) return e;
     if (v[3].present && (e = eco_check_ctx(preset, (int)v[3].d))) return e;
-    if (v[1].present) preset = NULL; /* an explicit size wins over the preset's shapes */
+    char size_note[240] = "";
+    if (v[1].present && preset) { /* an explicit size wins over the preset's shapes */
+        snprintf(size_note, sizeof size_note, "params_b %.3gB is used, not %s's %.3gB: its shapes (bytes, KV cache) are not", N,
+                 preset->name, (double)eco_model_param_count(preset) / 1e9);
+        preset = NULL;
+    }
     eco_objective obj = ECO_OBJ_ENERGY;
     if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = v[2].present ? v[2].s : NULL, .gpu = gpu,
@@ -318,9 +331,12 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
             json_array_append_new(rejected, json_pack("{s:s, s:s}", "precision", eco_precision_name((eco_precision)p), "reason", why));
     }
     json_t *notes = notes_json((const char (*)[ECO_EST_NOTE_BYTES])r->notes, r->n_notes);
+    if (size_note[0]) json_array_append_new(notes, json_string(size_note));
     if (!exact) {
-        char buf[240];
-        snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used", v[0].s, gpu->arch, gpu->name);
+        char buf[400];
+        snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth "
+                 "and power%s)", v[0].s, gpu->arch, gpu->name, gpu->vram_gb,
+                 v[4].present ? "" : "; give max_vram_gb for this card's memory");
         json_array_append_new(notes, json_string(buf));
     }
     if (r->best < 0) json_array_append_new(notes, json_string("no configuration meets the budgets: closest_infeasible has the smallest total relative excess"));

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, symlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, symlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -229,6 +229,13 @@ test('bad input is a 400 problem naming the field', async () => {
   await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7, extra: true })), 400, 'extra');
   const q = await fetch(`${server.base}/v1/estimate?gpu=A100`, { method: 'POST', body: '{}' });
   await assertProblem(q, 400, 'gpu');
+  // bounds are printed as written (not 1.04858e+06); lengths are counted in characters, as maxLength does
+  let p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&ctx=0`), 400, 'ctx');
+  assert.match(p.detail, /between 1 and 1048576, got 0/);
+  p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=${encodeURIComponent('ü'.repeat(150))}&params_b=7`), 400, 'gpu');
+  assert.doesNotMatch(p.detail, /longer than/);
+  p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=${encodeURIComponent('ü'.repeat(201))}&params_b=7`), 400, 'gpu');
+  assert.match(p.detail, /longer than 200 characters/);
 });
 
 test('a valid request without data behind it is a 422 problem', async () => {
@@ -253,6 +260,18 @@ test('unknown route is 404, wrong method is 405 with Allow', async () => {
 test('trailing slash and encoded letters route like the plain path', async () => {
   assert.equal((await fetch(`${server.base}/healthz/`)).status, 200);
   assert.equal((await fetch(`${server.base}/v1/%67pus`)).status, 200);
+});
+
+test('a preflight on a path that does not normalize is 204 too; a query of empty segments names no parameter', async () => {
+  const { responses } = await rawExchange(server.port, ['/v1/../x', '/a//b', '/./v1/gpus'].map(
+    (p) => `OPTIONS ${p} HTTP/1.1\r\nHost: x\r\nOrigin: https://example.org\r\nAccess-Control-Request-Method: GET\r\n\r\n`));
+  assert.deepEqual(responses.map((r) => r.status), [204, 204, 204]);
+  for (const r of responses) assert.equal(r.headers['access-control-allow-origin'], '*');
+  for (const p of ['/v1/gpus?&', '/v1/models?', '/v1/architectures?&&', '/v1/replications?&']) {
+    const res = await fetch(server.base + p);
+    assert.equal(res.status, 200, p);
+  }
+  await assertProblem(await fetch(`${server.base}/v1/gpus?&x=1`), 400, 'x');
 });
 
 test('HEAD gives the headers of GET without a body', async () => {
@@ -362,6 +381,16 @@ test('static files: index, content types, ETag revalidation', async () => {
   res = await fetch(`${server.base}/index.html`, { headers: { 'if-none-match': etag } });
   assert.equal(res.status, 304);
   assert.equal((await res.text()).length, 0);
+  // a 304's Content-Length, if any, is the 200's (RFC 9110 8.6); a list, a weak tag and "*" match too
+  const { responses: cond } = await rawExchange(server.port, [
+    `GET /index.html HTTP/1.1\r\nHost: x\r\nIf-None-Match: ${etag}\r\n\r\n`,
+    `GET /index.html HTTP/1.1\r\nHost: x\r\nIf-None-Match: "nope", W/${etag}\r\n\r\n`,
+    'GET /index.html HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n',
+    'GET /index.html HTTP/1.1\r\nHost: x\r\nIf-None-Match: "nope"\r\n\r\n',
+  ]);
+  assert.deepEqual(cond.map((r) => r.status), [304, 304, 304, 200]);
+  assert.equal(cond[0].headers['content-length'], String('<!doctype html><title>eco</title>'.length));
+  assert.equal(cond[0].headers.etag, etag);
   res = await fetch(`${server.base}/app.js`);
   assert.equal(res.headers.get('content-type'), 'text/javascript; charset=utf-8');
   res = await fetch(`${server.base}/eco.wasm`);
@@ -399,6 +428,9 @@ test('/metrics counts requests by route and status, with a latency histogram and
   };
   for (let i = 0; i < 3; i++) await (await fetch(`${server.base}/v1/gpus`)).text();
   await (await fetch(`${server.base}/v1/gpus?bad=1`)).text();
+  const doc = readFileSync(join(SRC, 'data/h200/h200_qwen2.5-7b.session11.energy.json'));
+  const stored = await fetch(`${server.base}/v1/replications`, { method: 'POST', body: doc, headers: { 'content-type': 'application/json' } });
+  assert.equal(stored.status, 201, await stored.text());
   const res = await fetch(`${server.base}/metrics`);
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
@@ -406,6 +438,8 @@ test('/metrics counts requests by route and status, with a latency histogram and
   const text = await res.text();
   assert.equal(count(text, '/v1/gpus', 200) - count(before_, '/v1/gpus', 200), 3);
   assert.equal(count(text, '/v1/gpus', 400) - count(before_, '/v1/gpus', 400), 1);
+  assert.equal(count(text, '/v1/replications', 201) - count(before_, '/v1/replications', 201), 1);
+  assert.equal(count(text, '/v1/replications', 'other'), 0);
   assert.match(text, /^# TYPE eco_http_request_duration_seconds histogram$/m);
   const inf = Number(/^eco_http_request_duration_seconds_bucket\{route="\/v1\/gpus",le="\+Inf"\} (\d+)$/m.exec(text)[1]);
   const cnt = Number(/^eco_http_request_duration_seconds_count\{route="\/v1\/gpus"\} (\d+)$/m.exec(text)[1]);

@@ -255,7 +255,15 @@ test('recommend_config with a preset model and with an impossible budget', async
   assert.equal(r.isError, false, text(r));
   assert.equal(r.structuredContent.input.model, 'Qwen2.5-7B');
   assert.ok(Math.abs(r.structuredContent.input.params_b - qwen.params_b) < 1e-9);
-  assert.match(summary(r), /^Best for balanced: Qwen2.5-7B on RTX 4090/);
+  assert.match(summary(r), /^Best for balanced: Qwen2.5-7B \(7.62B\) on RTX 4090/);
+
+  // an explicit size wins over the preset's: the text names the size used, and a note says the shapes are not used
+  const big = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'H200', model: 'Llama-3.1-8B', params_b: 70 } });
+  assert.equal(big.isError, false, text(big));
+  assert.equal(big.structuredContent.input.params_b, 70);
+  assert.match(summary(big), /^Best for energy: Llama-3.1-8B \(70B\) on H200/);
+  assert.ok(big.structuredContent.notes.some((n) => /params_b 70B is used, not Llama-3.1-8B's 8.03B/.test(n)),
+    big.structuredContent.notes.join(' | '));
 
   // a pick whose ΔE range includes 0 says the data cannot tell it from fp16 (T4 Qwen2.5-3B nf4: -3.3% to +0.6%)
   const close = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'T4', model: 'Qwen2.5-3B' } });

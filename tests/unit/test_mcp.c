@@ -190,7 +190,12 @@ static void test_parse_and_envelope_errors(void **state)
         {"not json", ECO_JSONRPC_PARSE_ERROR, true},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing", ECO_JSONRPC_PARSE_ERROR, true},
         {"\xff\xfe", ECO_JSONRPC_PARSE_ERROR, true},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", ECO_JSONRPC_PARSE_ERROR, true}, /* duplicate key */
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", ECO_JSONRPC_PARSE_ERROR, true}, /* duplicate id */
+        /* another duplicate key: valid JSON all the same, answered with its id */
+        {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_gpus\",\"name\":\"x\"}}",
+         ECO_JSONRPC_INVALID_REQUEST, false},
+        {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_gpus\",\"arguments\":null}}",
+         ECO_JSONRPC_INVALID_PARAMS, false},
         {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", ECO_JSONRPC_INVALID_REQUEST, true},
         {"[]", ECO_JSONRPC_INVALID_REQUEST, true},
         {"42", ECO_JSONRPC_INVALID_REQUEST, true},
