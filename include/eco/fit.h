@@ -191,6 +191,7 @@ typedef struct {
     int ctx;                  /* optional (0: short): context positions; with the two byte counts below, a KV cache
                                * read much larger than the measurements' makes absolute energy estimated */
     double kv_bytes_per_position, bytes_per_token; /* of the model at this precision (0: unknown) */
+    double fp16_bytes_per_token;                   /* of the model in fp16, for the baseline's KV share (0: unknown) */
 } eco_estimate_query;
 
 /* Fills q's KV and weight byte counts (q->precision and q->params_b set): exact for a preset, else the presets'
@@ -345,6 +346,11 @@ typedef struct {
 } eco_optimize_result;
 
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *out);
+/* The notes on how a request was read, added to r after eco_optimize_run (the service and eco.wasm both): the size
+ * given over a preset's (`overridden`: that preset, else NULL), and a card name matched only to its architecture
+ * (`exact` false: gpu is that architecture's reference card, whose VRAM stands in unless vram_given). */
+void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, const eco_gpu_spec *gpu, bool exact,
+                               bool vram_given, const eco_model_config *overridden, double params_b);
 /* Why precision p is neither recommended nor an alternative in r (ranked lower, no batch fits, or no ΔE data on
  * `arch`), written into why. False when p is shown, or is fp16 without candidates: nothing to explain. */
 bool eco_optimize_rejection(const eco_optimize_result *r, eco_precision p, eco_objective objective, const char *arch,

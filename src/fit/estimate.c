@@ -69,9 +69,11 @@ void eco_estimate_query_model_bytes(eco_estimate_query *q, const eco_model_confi
     if (preset) {
         q->kv_bytes_per_position = (double)eco_model_kv_bytes_per_position(preset);
         q->bytes_per_token = (double)eco_model_bytes_per_token(preset, q->precision, 0, false);
+        q->fp16_bytes_per_token = (double)eco_model_bytes_per_token(preset, ECO_PREC_FP16, 0, false);
     } else { /* the presets' median KV bytes per parameter, weights from bits per weight */
         q->kv_bytes_per_position = eco_kv_bytes_per_position_per_b() * q->params_b;
         q->bytes_per_token = q->params_b * 1e9 * eco_precision_bits_per_weight(q->precision) / 8.0;
+        q->fp16_bytes_per_token = q->params_b * 1e9 * eco_precision_bits_per_weight(ECO_PREC_FP16) / 8.0;
     }
 }
 
@@ -471,20 +473,28 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
                     "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
         }
-        double kv_share = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
-        if (kv_share > ECO_KV_SHARE_MEASURED) {
-            /* the bytes a step reads grow by that share, so its energy may grow up to as much: the range's top does */
+        /* Each precision's own share: the KV cache is the same bytes, a larger share of a quantized step's. The bytes
+         * a step reads grow by that share, so its energy may grow up to as much: the range's top does. */
+        double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
+        double kv_fp16 = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
+        double kv_quant = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
+        double quant_top = 1;
+        if (kv_fp16 > ECO_KV_SHARE_MEASURED) {
             e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
-            e->e_fp16.hi_mj *= 1 + kv_share;
-            note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a step reads, beyond the short-context (<= %d "
-                    "positions) measurements: absolute energy is estimated, its range's top raised by that share (ΔE is a "
-                    "short-context figure too)",
-                 q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_share, ECO_MEASURED_CTX);
+            e->e_fp16.hi_mj *= 1 + kv_fp16;
         }
+        if (kv_quant > ECO_KV_SHARE_MEASURED) quant_top = (1 + kv_quant) / (kv_fp16 > ECO_KV_SHARE_MEASURED ? 1 + kv_fp16 : 1);
+        if (kv_quant > ECO_KV_SHARE_MEASURED)
+            note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a %s step reads (%.0f%% in fp16), beyond the "
+                    "short-context (<= %d positions) measurements: absolute energy %s estimated, its range's top raised by "
+                    "that share (ΔE is a short-context figure too)",
+                 q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_fp16,
+                 ECO_MEASURED_CTX, kv_fp16 > ECO_KV_SHARE_MEASURED ? "is" : "of the quantized model is");
         e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
         e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
-        e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100);
+        e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100) * quant_top;
         e->e_quant.label = worse(e->e_fp16.label, e->label);
+        if (kv_quant > ECO_KV_SHARE_MEASURED) e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);
         e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
         if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled)
             note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s", fb->protocol, fb->backend[0] ? " (" : "",

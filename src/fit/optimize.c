@@ -243,6 +243,17 @@ static double proxy_top_factor(const eco_candidate *c)
     return c->delta_label == ECO_LABEL_ESTIMATED ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
 }
 
+void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, const eco_gpu_spec *gpu, bool exact,
+                               bool vram_given, const eco_model_config *overridden, double params_b)
+{
+    if (overridden)
+        onote(r, "params_b %.3gB is used, not %s's %.3gB: its shapes (bytes, KV cache) are not", params_b, overridden->name,
+              (double)eco_model_param_count(overridden) / 1e9);
+    if (!exact)
+        onote(r, "'%.200s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth and power%s)",
+              gpu_asked, gpu->arch, gpu->name, gpu->vram_gb, vram_given ? "" : "; give max_vram_gb for this card's memory");
+}
+
 /* Front order: latency ascending, then energy ascending. */
 static bool front_before(const eco_optimize_result *r, int a, int b)
 {

@@ -97,7 +97,9 @@ static json_t *estimate_request(void)
     json_object_set_new(p, "model", described(json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200),
                                               "A model preset (see /v1/models); gives the size when params_b is absent."));
     json_object_set_new(p, "batch", json_pack("{s:s, s:i, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", 1024, "default", 1));
-    json_object_set_new(p, "ctx", json_pack("{s:s, s:i, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", 1048576, "default", 2048));
+    json_object_set_new(p, "ctx", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", 1048576),
+                                            "Context positions; absent: the measured short context. A long one's KV cache "
+                                            "makes absolute energy estimated."));
     json_t *s = request(p, "gpu", NULL);
     json_object_set_new(s, "anyOf", json_pack("[{s:[s]}, {s:[s]}]", "required", "params_b", "required", "model"));
     return s;
@@ -120,7 +122,8 @@ static json_t *estimate_response(void)
 {
     json_t *input = obj("gpu", t("string"), "arch", arch_enum(), "precision", precision_enum(), "params_b", num_excl(0), "model",
                         tnull("string"), "batch", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "ctx",
-                        json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), NULL);
+                        described(json_pack("{s:[s,s], s:i}", "type", "integer", "null", "minimum", 1),
+                                  "the context asked for; null when none was: the measured short context"), NULL);
     json_t *curve = obj("form", enum_of("saturating", "loglinear", "constant", NULL), "range_b", range95(false), "resid_sd_pct",
                         tnull("number"), "loo_median_abs_pct", tnull("number"), "loo_mae_pct", tnull("number"), "params",
                         obj("A", t("number"), "S", t("number"), "nstar", t("number"), NULL), "n_anchors",

@@ -231,9 +231,10 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     json_t *pooled = json_array();
     for (size_t i = 0; i < c->n_pooled; i++) json_array_append_new(pooled, json_string(c->pooled_protocols[i]));
     json_t *r = json_object();
-    json_object_set_new(r, "input", json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:i}", "gpu", v[0].s, "arch", arch, "precision",
+    json_object_set_new(r, "input", json_pack("{s:s, s:s, s:s, s:o, s:o, s:i, s:o}", "gpu", v[0].s, "arch", arch, "precision",
                                               eco_precision_name(prec), "params_b", num(N), "model",
-                                              model ? json_string(model) : json_null(), "batch", batch, "ctx", ctxlen));
+                                              model ? json_string(model) : json_null(), "batch", batch, "ctx",
+                                              v[5].present ? json_integer(ctxlen) : json_null())); /* null: the measured short context */
     json_object_set_new(r, "delta_pct", num(est.delta_pct));
     json_object_set_new(r, "range95", range(est.lo_pct, est.hi_pct));
     json_object_set_new(r, "label", json_string(eco_label_name(est.label)));
@@ -305,12 +306,8 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     const eco_model_config *preset;
     if ((e = resolve_size(&v[1], &v[2], &N, &preset))) return e;
     if (v[3].present && (e = eco_check_ctx(preset, (int)v[3].d))) return e;
-    char size_note[240] = "";
-    if (v[1].present && preset) { /* an explicit size wins over the preset's shapes */
-        snprintf(size_note, sizeof size_note, "params_b %.3gB is used, not %s's %.3gB: its shapes (bytes, KV cache) are not", N,
-                 preset->name, (double)eco_model_param_count(preset) / 1e9);
-        preset = NULL;
-    }
+    const eco_model_config *overridden = v[1].present ? preset : NULL;
+    if (v[1].present) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective obj = ECO_OBJ_ENERGY;
     if (v[6].present && (e = eco_objective_parse(v[6].s, &obj))) return e;
     eco_optimize_query q = {.preset = preset, .params_b = N, .model = v[2].present ? v[2].s : NULL, .gpu = gpu,
@@ -320,6 +317,7 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
     eco_optimize_result *r = malloc(sizeof *r);
     if (!r) return eco_fail(ECO_ENOMEM, "optimize: out of memory");
     if ((e = eco_optimize_run(svc->set, &q, r))) { free(r); return e; }
+    eco_optimize_note_request(r, v[0].s, gpu, exact, v[4].present, overridden, N);
 
     json_t *alts = json_array(), *rejected = json_array(), *front = json_array();
     for (size_t i = 0; i < r->n_alt; i++) json_array_append_new(alts, cand_json(r, r->alt[i]));
@@ -331,14 +329,6 @@ eco_err eco_service_optimize(eco_service *svc, const json_t *params, eco_params_
             json_array_append_new(rejected, json_pack("{s:s, s:s}", "precision", eco_precision_name((eco_precision)p), "reason", why));
     }
     json_t *notes = notes_json((const char (*)[ECO_EST_NOTE_BYTES])r->notes, r->n_notes);
-    if (size_note[0]) json_array_append_new(notes, json_string(size_note));
-    if (!exact) {
-        char buf[400];
-        snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth "
-                 "and power%s)", v[0].s, gpu->arch, gpu->name, gpu->vram_gb,
-                 v[4].present ? "" : "; give max_vram_gb for this card's memory");
-        json_array_append_new(notes, json_string(buf));
-    }
     if (r->best < 0) json_array_append_new(notes, json_string("no configuration meets the budgets: closest_infeasible has the smallest total relative excess"));
     json_t *out = json_object();
     json_object_set_new(out, "input", json_pack("{s:s, s:o, s:o, s:i, s:o, s:o, s:s, s:o}", "gpu", v[0].s, "params_b", num(N), "model",

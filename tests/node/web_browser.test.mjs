@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { SRC, makeData, buildSite, startServer, stopServer, cleanup, diffJson } from './web_lib.mjs';
@@ -172,17 +173,31 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   await page.click('#validate');
   await page.waitForSelector('#verdict-valid');
   assert.equal(await page.getAttribute('#compare tr[data-precision="nf4"] [data-verdict]', 'data-verdict'), 'inside');
-  // nothing was sent while validating; Submit posts to the API, which refuses an example document (422)
+  // nothing was sent while validating; an example document is never imported, so it cannot be submitted
   assert.equal((await (await fetch(`${srv.base}/v1/replications`)).json()).count, 0, 'nothing uploaded before Submit');
-  assert.equal(await page.isDisabled('#submit'), false, 'the API has a replication endpoint: submit is enabled');
+  assert.equal(await page.isDisabled('#submit'), true, 'an example document cannot be submitted');
+  assert.match(await page.textContent('#submit-status'), /example document/);
   await page.screenshot({ path: join(SHOTS, 'replications-valid.png'), fullPage: true });
+
+  // a measured document: Submit sends its bytes as they are (the server knows a document stored before by them)
+  const measuredText = readFileSync(join(SRC, 'data/h200/h200_qwen2.5-3b.session13.energy.json'), 'utf8');
+  await page.fill('#doc', measuredText);
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-valid');
+  assert.equal(await page.isDisabled('#submit'), false, 'the API has a replication endpoint: submit is enabled');
   await page.click('#submit');
-  await page.waitForFunction(() => /refused it: HTTP 422/.test(document.querySelector('#submit-status').textContent));
-  assert.equal((await (await fetch(`${srv.base}/v1/replications`)).json()).count, 0, 'an example document is never stored');
-  // the refusal is the one expected console entry: chromium logs every 4xx resource load
-  const refusal = problems.findIndex((p) => /status of 422/.test(p));
-  assert.ok(refusal >= 0, 'the 422 refusal was seen');
-  problems.splice(refusal, 1);
+  await page.waitForFunction(() => /Submitted/.test(document.querySelector('#submit-status').textContent));
+  const stored = await (await fetch(`${srv.base}/v1/replications`)).json();
+  assert.equal(stored.count, 1);
+  assert.equal(JSON.stringify(stored).includes(createHash('sha256').update(measuredText).digest('hex')), true,
+    'stored under the file\'s own SHA-256');
+  // then not JSON: the previous document is forgotten, nothing can be submitted, the comparison is gone
+  await page.fill('#doc', '{"this is": not json');
+  await page.click('#validate');
+  await page.waitForSelector('#verdict-invalid');
+  assert.equal(await page.isDisabled('#submit'), true, 'a parse error disables Submit');
+  assert.equal(await page.locator('#compare').count(), 0, 'the old comparison is cleared');
+  assert.equal(await page.locator('#chart canvas').count(), 0, 'the old chart is cleared');
 
   // invalid: exactly the sidecar's pointers
   for (const name of ['two-errors', 'unknown-field', 'missing-fp16']) {
@@ -231,6 +246,40 @@ test('Tested models: permalink restores the state; table sorts; n=1 marked', asy
   const asc = (await page.$$eval('#table tbody tr', (trs) => trs.map((tr) => tr.children[4].textContent))).map((t) => Number(t.replace('−', '-').replace('%', '')));
   for (let i = 1; i < asc.length; i++) assert.ok(asc[i - 1] <= asc[i], `ascending: ${asc}`);
   assert.match(page.url(), /dir=asc/);
+  // a permalink pasted into the open page gives what it gives fresh: keys it leaves out take their defaults
+  await page.check('#all-archs');
+  const fresh = await open('index.html#arch=ada&prec=nf4&model=Qwen2.5-3B&sort=params_b&dir=asc');
+  const want = await fresh.page.$$eval('#table tbody tr', (trs) => trs.length);
+  await fresh.ctx.close();
+  await page.evaluate(() => { location.hash = '#arch=ada&prec=nf4&model=Qwen2.5-3B&sort=params_b&dir=asc'; });
+  await page.waitForFunction(() => !document.getElementById('all-archs').checked);
+  assert.equal(await page.$$eval('#table tbody tr', (trs) => trs.length), want);
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
+test('Your model: a pasted permalink resets what it leaves out; a proxy answer draws the proxy curve', async () => {
+  const { page, ctx, problems } = await open('estimate.html#model=Qwen2.5-7B&gpu=H200');
+  await page.waitForFunction(() => document.getElementById('est-json').textContent.includes('Qwen2.5-7B'));
+  await page.evaluate(() => { location.hash = '#params=3&gpu=T4&precision=nf4&batch=1&ctx=2048&objective=energy'; });
+  await page.waitForFunction(() => { try { return JSON.parse(document.getElementById('est-json').textContent).input.gpu === 'T4'; } catch { return false; } });
+  const custom = JSON.parse(await page.textContent('#est-json'));
+  assert.equal(custom.input.model, null, 'no model in the link: a custom size');
+  assert.equal(custom.input.params_b, 3);
+  assert.equal(await page.inputValue('#model'), '');
+  // a proxy answer (on the reference data hopper borrows ampere's curve; with the H200 data, nf4-dq borrows hopper's
+  // nf4): the chart is the curve the answer was read from, and the row names it
+  await page.evaluate(() => { location.hash = '#params=7&gpu=H200&precision=nf4-dq&batch=1&ctx=2048'; });
+  await page.waitForFunction(() => { try { return JSON.parse(document.getElementById('est-json').textContent).input.precision === 'nf4-dq'; } catch { return false; } });
+  const r = JSON.parse(await page.textContent('#est-json'));
+  assert.ok(r.proxy, 'a proxy answer');
+  assert.ok((await page.textContent('#result')).includes(`${r.arch_used}/${r.proxy.precision} (proxy)`));
+  assert.ok(await page.locator('#chart canvas').count() >= 1, 'the proxy curve is drawn');
+  // an error clears the chart and its legend
+  await page.evaluate(() => { location.hash = '#params=7&gpu=T4&precision=fp8'; });
+  await page.waitForSelector('#result .error-box');
+  assert.equal(await page.locator('#chart canvas').count(), 0);
+  assert.equal((await page.textContent('#legend')).trim(), '');
   assert.deepEqual(problems, []);
   await ctx.close();
 });

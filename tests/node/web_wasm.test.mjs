@@ -110,6 +110,9 @@ test('bad input: same error field as the API', async () => {
     { gpu: 'Voodoo 5', params_b: 7 }, { gpu: 'RTX 4090' }, { gpu: 'RTX 4090', params_b: -1 },
     { gpu: 'RTX 4090', params_b: 7, precision: 'fp16' }, { gpu: 'RTX 4090', params_b: 7, precision: 'int3' },
     { gpu: 'RTX 4090', params_b: 7, batch: 0 }, { gpu: 'RTX 4090', params_b: 5000 }, { gpu: 'RTX 4090', model: 'NoSuchModel' },
+    // lengths in characters, as maxLength counts them, whatever the bytes; bounds printed as written
+    { gpu: 'ü'.repeat(150), params_b: 7 }, { gpu: 'ü'.repeat(201), params_b: 7 }, { gpu: 'x'.repeat(600), params_b: 7 },
+    { gpu: 'RTX 4090', model: '€'.repeat(300) }, { gpu: 'RTX 4090', params_b: 7, ctx: 0 },
   ];
   for (const q of cases) {
     const want = await api('/v1/estimate', q);

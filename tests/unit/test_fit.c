@@ -310,6 +310,20 @@ static void test_provenance_when_request_and_data_differ(void **state)
     q.kv_bytes_per_position = 4e4;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    /* each precision's own share: 4% of fp16's 4e9 bytes is 1% (baseline measured, whatever it is compared with),
+     * and 4% of the quantized 1e9 bytes raises only the quantized energy's top and label */
+    q.fp16_bytes_per_token = 4e9;
+    q.kv_bytes_per_position = 1e5; /* 10% of the quantized step, 2.5% of fp16's */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
+    double hi_short = e.e_fp16.hi_mj * (1 + e.hi_pct / 100);
+    assert_near(e.e_quant.hi_mj, hi_short * 1.10, 1e-6 * hi_short);
+    q.kv_bytes_per_position = 4e5; /* 40% and 10%: both estimated; the quantized top by its own share */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.e_quant.hi_mj / (e.e_fp16.hi_mj * (1 + e.hi_pct / 100)), 1.40 / 1.10, 1e-9);
+    q.fp16_bytes_per_token = 0;
     q.ctx = 0;
     /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (x/ 1.63 at 95%) */
     q.card = "H200";

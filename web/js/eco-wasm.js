@@ -34,9 +34,13 @@ export class Eco {
 
   mem() { return this.x.memory.buffer; }
 
-  setStr(slot, s) {
+  // field: the request parameter it holds, named in the error as the API names it (a slot holds 200 characters)
+  setStr(slot, s, field) {
     const bytes = enc.encode(s == null ? '' : String(s));
-    if (bytes.length >= this.strCap) throw new EcoError({ error: `string too long (${bytes.length} bytes)`, code: 'ETOOBIG' });
+    if (bytes.length >= this.strCap) {
+      throw new EcoError(field ? { error: `${field} is longer than 200 characters`, field, code: 'EINVAL' }
+        : { error: `string too long (${bytes.length} bytes)`, code: 'ETOOBIG' });
+    }
     const p = this.x.eco_wasm_str(slot);
     const view = new Uint8Array(this.mem(), p, this.strCap);
     view.set(bytes);
@@ -123,18 +127,18 @@ export class Eco {
 
   // Same parameters as GET /v1/estimate: gpu, precision, params_b, model, batch, ctx.
   estimate(q) {
-    this.setStr(0, q.gpu || '');
-    this.setStr(1, q.precision || '');
-    this.setStr(2, q.model || '');
+    this.setStr(0, q.gpu || '', 'gpu');
+    this.setStr(1, q.precision || '', 'precision');
+    this.setStr(2, q.model || '', 'model');
     this.setF64([numOrNaN(q.params_b), numOrNaN(q.batch), numOrNaN(q.ctx)]);
     return this.callJson('eco_wasm_estimate');
   }
 
   // Same parameters as GET /v1/optimize: gpu, params_b, model, ctx, max_vram_gb, max_latency_ms, objective, batch.
   optimize(q) {
-    this.setStr(0, q.gpu || '');
-    this.setStr(1, q.model || '');
-    this.setStr(2, q.objective || '');
+    this.setStr(0, q.gpu || '', 'gpu');
+    this.setStr(1, q.model || '', 'model');
+    this.setStr(2, q.objective || '', 'objective');
     this.setF64([numOrNaN(q.params_b), numOrNaN(q.ctx), numOrNaN(q.max_vram_gb), numOrNaN(q.max_latency_ms), numOrNaN(q.batch)]);
     return this.callJson('eco_wasm_optimize');
   }

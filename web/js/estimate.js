@@ -25,6 +25,14 @@ function energyRow(name, v) {
     el('div', { class: 'hint' }, v.basis))];
 }
 
+// The curve an answer was read from: a proxy's (nf4 for nf4-dq, say) where its own precision has none there.
+const curvePrecision = (r) => r.proxy?.precision || r.input.precision;
+
+function clearChart() {
+  $('chart').replaceChildren();
+  $('legend').replaceChildren();
+}
+
 function render(r) {
   const [rtitle, rwhy, rcls] = REC[r.recommendation] || [r.recommendation, '', ''];
   const anchorsN1 = r.anchors.filter((a) => a.n_trials < 2).length;
@@ -34,7 +42,7 @@ function render(r) {
     ['n', [nBadge(r.n), ` trials behind it, ${r.n_anchors} measured comparison(s)${anchorsN1 ? `, ${anchorsN1} single-trial` : ''}`]],
     ['CV', Number.isFinite(r.cv_pct) ? `${fmtNum(r.cv_pct, 3)}%` : 'not known'],
     ['crossover', Number.isFinite(r.crossover_b) ? fmtB(r.crossover_b) : 'none in the measured range'],
-    ['curve', `${r.arch_used}/${r.input.precision}: ${r.curve.form}, measured ${fmtB(r.curve.range_b[0])}–${fmtB(r.curve.range_b[1])}`],
+    ['curve', `${r.arch_used}/${curvePrecision(r)}${r.proxy ? ' (proxy)' : ''}: ${r.curve.form}, measured ${fmtB(r.curve.range_b[0])}–${fmtB(r.curve.range_b[1])}`],
     ['protocol', r.protocol], ['sessions', r.sessions.join(', ') || '—'],
   ];
   const energy = r.energy ? [...energyRow('fp16', r.energy.fp16_mj_per_token), ...energyRow(r.input.precision, r.energy.quant_mj_per_token)]
@@ -47,7 +55,8 @@ function render(r) {
     el('ul', { class: 'notes' }, ...r.notes.map((n) => el('li', {}, n)))));
   $('est-json').textContent = JSON.stringify(r, null, 2);
 
-  const c = eco.curvesDoc.curves.find((x) => x.arch === r.arch_used && x.precision === r.input.precision);
+  clearChart();
+  const c = eco.curvesDoc.curves.find((x) => x.arch === r.arch_used && x.precision === curvePrecision(r));
   if (c) {
     curveChart($('chart'), eco, {
       arch: c.arch, precision: c.precision,
@@ -109,7 +118,7 @@ function run() {
   } catch (e) {
     $('result').replaceChildren(el('p', { class: 'error-box', role: 'alert' }, `${e.field ? `${e.field}: ` : ''}${e.message}`));
     $('est-json').textContent = '';
-    $('chart').replaceChildren();
+    clearChart();
   }
   try {
     renderOpt(eco.optimize({ gpu: q.gpu, model: q.model, params_b: q.params_b, ctx: q.ctx, objective: $('objective').value }));
@@ -128,6 +137,8 @@ async function main() {
   $('precision').replaceChildren(...info.precisions.filter((p) => p.name !== 'fp16').map((p) => el('option', { value: p.name }, p.name)));
   $('gpu').value = 'RTX 4090';
   $('precision').value = 'nf4';
+  // a permalink sets every field: one it leaves out takes its default, not the value the page last had
+  const defaults = Object.fromEntries(FIELDS.map((f) => [f, $(f).value]));
   const h = readHash();
   for (const f of FIELDS) if (h[f] !== undefined) setField(f, h[f]);
   const syncPreset = () => {
@@ -144,8 +155,10 @@ async function main() {
   // a pasted or edited permalink on the open page (replaceState in run() does not fire this)
   window.addEventListener('hashchange', () => {
     const s = readHash();
-    for (const f of FIELDS) if (s[f] !== undefined) setField(f, s[f]);
+    for (const f of FIELDS) setField(f, s[f] ?? defaults[f]);
     if (s.model && !s.params) syncPreset();
+    else if (s.model) { const m = info.models.find((x) => x.name === s.model); if (m) $('params').dataset.preset = String(+m.params_b.toPrecision(6)); }
+    else delete $('params').dataset.preset;
     run();
   });
   run();

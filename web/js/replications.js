@@ -9,7 +9,10 @@ import { normalizeAjvErrors } from './schema-errors.js';
 import { energyConsistency } from './energy-check.js';
 
 const $ = (id) => document.getElementById(id);
-let eco, validate, lastDoc = null, submitPath = null;
+let eco, validate, lastDoc = null, lastText = null, submitPath = null;
+// The API takes at most this many bytes (ECO_API_MAX_REPLICATION_BYTES); a bigger file is refused before it is read,
+// as copying tens of MB into the text area freezes the tab.
+const MAX_DOC_BYTES = 1048576;
 
 async function setup() {
   const [e, schema] = await Promise.all([getEco(), fetchJson('gen/energy.schema.json')]);
@@ -40,12 +43,23 @@ function verdictFor(c, doc) {
   }
 }
 
-function show(doc) {
-  lastDoc = null;
-  $('points').replaceChildren();
-  $('chart').replaceChildren();
-  $('legend').replaceChildren();
+// Forget the last document: nothing on screen or in hand that a later Submit could send.
+function reset() {
+  lastDoc = lastText = null;
+  for (const id of ['validation', 'points', 'chart', 'legend']) $(id).replaceChildren();
   $('submit').disabled = true;
+}
+
+function invalid(message) {
+  reset();
+  $('validation').replaceChildren(el('p', { class: 'error-box', role: 'alert', id: 'verdict-invalid' }, message));
+  $('submit-status').textContent = 'Fix the errors above first.';
+}
+
+// text: the document as given, sent byte for byte on Submit (the server recognises a document stored before by
+// its bytes' SHA-256).
+function show(doc, text) {
+  reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
   const errs = ok ? energyConsistency(doc) : normalizeAjvErrors(validate.errors);
@@ -59,6 +73,7 @@ function show(doc) {
     return;
   }
   lastDoc = doc;
+  lastText = text;
   const g = doc.environment.gpu || {}, w = doc.weights;
   $('validation').replaceChildren(el('div', { class: 'panel', id: 'verdict-valid' },
     el('p', { class: 'verdict save' }, `Valid energy.json (schema ${doc.schema_version}).`),
@@ -82,7 +97,7 @@ function show(doc) {
     else {
       verdict = el('span', { class: `verdict ${v.inside ? 'save' : 'cost'}`, 'data-verdict': v.inside ? 'inside' : 'outside' },
         v.inside ? 'inside the 95% range: consistent with the curve' : `outside the 95% range by ${v.by.toFixed(1)} points`);
-      if (!first) first = { c, v };
+      if (!first) first = { c, v, curvePrecision: v.est.proxy?.precision || c.precision };
       if (first.c.precision === c.precision) overlay.push({ x: w.params_b, y: c.delta_pct, lo: c.ci95_pct?.[0], hi: c.ci95_pct?.[1] });
     }
     rows.push(el('tr', { 'data-precision': c.precision },
@@ -98,14 +113,20 @@ function show(doc) {
       el('thead', {}, el('tr', {}, ...['precision', 'your ΔE', 'your 95% CI', 'curve at this size', 'verdict'].map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, ...rows))));
   if (first) {
+    // the curve the estimate used: a proxy's (e.g. nf4 for nf4-dq) where the precision has none of its own
+    const arch = first.v.est.arch_used, prec = first.curvePrecision;
     curveChart($('chart'), eco, {
-      arch: first.v.est.arch_used, precision: first.c.precision,
-      anchors: (eco.curvesDoc.curves.find((x) => x.arch === first.v.est.arch_used && x.precision === first.c.precision)?.anchors || [])
+      arch, precision: prec,
+      anchors: (eco.curvesDoc.curves.find((x) => x.arch === arch && x.precision === prec)?.anchors || [])
         .map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials })),
       overlay,
-      title: `${first.c.precision} on ${first.v.est.arch_used}`,
+      title: prec === first.c.precision ? `${prec} on ${arch}` : `${first.c.precision} against the ${prec} curve on ${arch} (proxy)`,
     });
     $('legend').replaceChildren(chartLegend(['your measurement with its 95% CI']));
+  }
+  if (doc.example) {
+    $('submit-status').textContent = 'An example document is never imported as data, so it cannot be submitted.';
+    return;
   }
   $('submit').disabled = !submitPath;
   if (submitPath) $('submit-status').textContent = `Ready. Submit sends this document to POST ${submitPath} on this server.`;
@@ -116,28 +137,37 @@ function parseAndShow(text) {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    $('validation').replaceChildren(el('p', { class: 'error-box', role: 'alert', id: 'verdict-invalid' }, `Not JSON: ${e.message}`));
+    invalid(`Not JSON: ${e.message}`);
     return;
   }
-  show(doc);
+  show(doc, text);
 }
 
 async function main() {
   try { await setup(); } catch (e) { $('validation').replaceChildren(el('p', { class: 'error-box', role: 'alert' }, String(e.message || e))); return; }
   $('validate').addEventListener('click', () => parseAndShow($('doc').value));
-  $('clear').addEventListener('click', () => { $('doc').value = ''; for (const id of ['validation', 'points', 'chart', 'legend']) $(id).replaceChildren(); $('submit').disabled = true; });
+  $('clear').addEventListener('click', () => { $('doc').value = ''; reset(); });
   $('load-example').addEventListener('click', async () => { $('doc').value = JSON.stringify(await fetchJson('gen/energy.example.valid.json'), null, 1); parseAndShow($('doc').value); });
-  const readFile = async (f) => { if (f) { $('doc').value = await f.text(); parseAndShow($('doc').value); } };
+  const readFile = async (f) => {
+    if (!f) return;
+    if (f.size > MAX_DOC_BYTES) {
+      $('doc').value = '';
+      invalid(`${f.name} is ${(f.size / 1048576).toFixed(1)} MiB: an energy.json is accepted up to 1 MiB (eco validate checks bigger files on the command line).`);
+      return;
+    }
+    $('doc').value = await f.text();
+    parseAndShow($('doc').value);
+  };
   $('file').addEventListener('change', (ev) => readFile(ev.target.files[0]));
   const drop = $('drop');
   drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
   drop.addEventListener('dragleave', () => drop.classList.remove('over'));
   drop.addEventListener('drop', (ev) => { ev.preventDefault(); drop.classList.remove('over'); readFile(ev.dataTransfer.files[0]); });
   $('submit').addEventListener('click', async () => {
-    if (!lastDoc || !submitPath) return;
+    if (!lastDoc || lastText === null || !submitPath) return;
     $('submit-status').textContent = 'Sending…';
     try {
-      const r = await fetch(submitPath.replace(/^\//, ''), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(lastDoc) });
+      const r = await fetch(submitPath.replace(/^\//, ''), { method: 'POST', headers: { 'content-type': 'application/json' }, body: lastText });
       $('submit-status').textContent = r.ok ? 'Submitted. Thank you.' : `The server refused it: HTTP ${r.status} ${await r.text()}`;
     } catch (e) { $('submit-status').textContent = `Not sent: ${e.message}`; }
   });

@@ -11,6 +11,7 @@ const COLS = [
 ];
 
 const state = { arch: '', prec: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
+const STATE_DEFAULTS = { ...state }; // a permalink's missing key takes this, not the page's last value
 let eco, rows = [], curves = [];
 
 function curveKey(c) { return `${c.arch}/${c.precision}`; }
@@ -120,7 +121,12 @@ async function main() {
   for (const id of ['arch', 'prec', 'model']) $(id).addEventListener('change', (ev) => { state[id] = ev.target.value; if (id === 'arch') state.model = ''; sync(); });
   $('all-archs').addEventListener('change', (ev) => { state.all = ev.target.checked ? '1' : ''; writeHash(state); drawTable(); });
   $('permalink').addEventListener('click', () => copyText(location.href, $('copy-status')));
-  window.addEventListener('hashchange', () => { Object.assign(state, readHash()); $('all-archs').checked = !!state.all; sync(); });
+  window.addEventListener('hashchange', () => {
+    Object.assign(state, STATE_DEFAULTS, readHash());
+    if (!state.arch) Object.assign(state, { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' });
+    $('all-archs').checked = !!state.all;
+    sync();
+  });
   sync();
   document.body.dataset.ready = '1';
 }

@@ -28,7 +28,7 @@
 
 #define EXPORT(name) __attribute__((export_name(name)))
 #define WASM_STR_SLOTS 8
-#define WASM_STR_CAP 512
+#define WASM_STR_CAP 1024 /* STRING_MAX characters of up to 4 UTF-8 bytes, and the NUL */
 #define WASM_F64_CAP (ECO_FIT_BOOT * 3 + 64)
 #define WASM_OUT_CAP (256 * 1024)
 
@@ -296,7 +296,9 @@ static bool present(int slot) { return g_str[slot][0] != '\0'; }
 
 static eco_err check_string(int slot, const char *name)
 {
-    if (strnlen(g_str[slot], WASM_STR_CAP) > STRING_MAX)
+    size_t chars = 0; /* characters, as the API's maxLength counts them: bytes that start one */
+    for (const char *p = g_str[slot]; *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
+    if (chars > STRING_MAX)
         return eco_fail_field(ECO_EINVAL, name, "%s is longer than %d characters", name, STRING_MAX);
     return ECO_OK;
 }
@@ -304,8 +306,8 @@ static eco_err check_string(int slot, const char *name)
 static eco_err check_number(double d, const char *name, double min, double max, bool integer)
 {
     if (!isfinite(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be finite", name);
-    if (integer && d != floor(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be an integer, got %g", name, d);
-    if (d < min || d > max) return eco_fail_field(ECO_EINVAL, name, "%s must be between %g and %g, got %g", name, min, max, d);
+    if (integer && d != floor(d)) return eco_fail_field(ECO_EINVAL, name, "%s must be an integer, got %.15g", name, d);
+    if (d < min || d > max) return eco_fail_field(ECO_EINVAL, name, "%s must be between %.15g and %.15g, got %.15g", name, min, max, d);
     return ECO_OK;
 }
 
@@ -371,7 +373,8 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     obj();
     key("input"); obj();
     kstr("gpu", g_str[0]); kstr("arch", arch); kstr("precision", eco_precision_name(prec)); knum("params_b", N);
-    kstr("model", model); kint("batch", batch); kint("ctx", ctxlen);
+    kstr("model", model); kint("batch", batch);
+    key("ctx"); if (isnan(cd)) jnull(); else jint(ctxlen); /* null: the measured short context */
     end_obj();
     knum("delta_pct", est->delta_pct);
     krange("range95", est->lo_pct, est->hi_pct);
@@ -468,6 +471,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     const char *model_in = present(1) ? g_str[1] : NULL;
     TRYF(eco_resolve_model_size(model_in, !isnan(pb), pb, &N, &preset));
     if (!isnan(cd)) TRYF(eco_check_ctx(preset, (int)cd));
+    const eco_model_config *overridden = isnan(pb) ? NULL : preset;
     if (!isnan(pb)) preset = NULL; /* an explicit size wins over the preset's shapes */
     eco_objective objective = ECO_OBJ_ENERGY;
     if (present(2)) TRYF(eco_objective_parse(g_str[2], &objective));
@@ -476,6 +480,7 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
                             .ctx = isnan(cd) ? 2048 : (int)cd, .max_vram_gb = isnan(vr) ? 0 : vr,
                             .max_latency_ms = isnan(lat) ? 0 : lat, .objective = objective, .batch = isnan(bt) ? 0 : (int)bt};
     TRYF(eco_optimize_run(&g_set, &q, &g_opt));
+    eco_optimize_note_request(&g_opt, g_str[0], gpu, exact, !isnan(vr), overridden, N);
     const eco_optimize_result *r = &g_opt;
 
     out_reset();
@@ -514,11 +519,6 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
     kint("candidates_count", (long long)r->n);
     key("notes"); arr();
     for (size_t i = 0; i < r->n_notes; i++) jstr(r->notes[i]);
-    if (!exact) {
-        char buf[240];
-        snprintf(buf, sizeof buf, "'%s' is not in the hardware table: the %s reference card %s is used", g_str[0], gpu->arch, gpu->name);
-        jstr(buf);
-    }
     if (r->best < 0) jstr("no configuration meets the budgets: closest_infeasible has the smallest total relative excess");
     end_arr();
     end_obj();
