@@ -863,9 +863,11 @@ static eco_err find_duplicate(ctx *x, const eco_record *r, int64_t *id, char *sr
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "looking for duplicates");
 }
 
-/* n_trials of the campaign's stored rows for this model (the per-config tables do not give it). */
-static int campaign_trials(ctx *x, const char *session, const char *model)
+/* n_trials of the campaign's stored rows for this model (the per-config tables do not give it), and the name those
+ * rows spell it with (into name; "" when none), so one campaign's model is one model in every listing. */
+static int campaign_trials(ctx *x, const char *session, const char *model, char *name, size_t cap)
 {
+    name[0] = '\0';
     static const char sql[] = "SELECT model, n_trials FROM records WHERE session = ? AND source_file <> ? ORDER BY id";
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) { eco_clear_error(); return 0; }
@@ -875,7 +877,7 @@ static int campaign_trials(ctx *x, const char *session, const char *model)
     while (sqlite3_step(st) == SQLITE_ROW) {
         char m[64];
         store_column_text(st, 0, m, sizeof m);
-        if (same_model(m, model)) { trials = sqlite3_column_int(st, 1); break; }
+        if (same_model(m, model)) { trials = sqlite3_column_int(st, 1); snprintf(name, cap, "%s", m); break; }
     }
     sqlite3_reset(st);
     return trials;
@@ -994,10 +996,17 @@ static eco_err import_config_table(ctx *x, const manifest_entry *m, const header
                 goto out;
             continue;
         }
-        int trials = campaign_trials(x, m->session, r.model);
+        char spelled[64];
+        int trials = campaign_trials(x, m->session, r.model, spelled, sizeof spelled);
         r.n_trials = trials > 0 ? trials : 1;
         r.single_trial = r.n_trials < 2;
         note_add(r.note, sizeof r.note, precision_note(r.precision));
+        if (spelled[0] && strcmp(spelled, r.model)) {
+            char part[200];
+            snprintf(part, sizeof part, "model named as in this campaign's other rows (this table says '%.60s')", r.model);
+            note_add(r.note, sizeof r.note, part);
+            snprintf(r.model, sizeof r.model, "%s", spelled);
+        }
         char part[200];
         snprintf(part, sizeof part, "fp16 baseline from line %zu of the same table", base->line);
         note_add(r.note, sizeof r.note, part);

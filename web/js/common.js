@@ -100,11 +100,18 @@ export function showError(container, err) {
 // escaped first, so a document cannot inject markup.
 export function markdown(src) {
   const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  const inline = (s) => esc(s)
-    .replace(/`([^`]+)`/g, '<code>$1</code>')
-    .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-    .replace(/(^|[^*])\*([^*]+)\*/g, '$1<em>$2</em>')
-    .replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+|[\w./#-]+)\)/g, '<a href="$2">$1</a>');
+  // code spans and backslash escapes (\| in a table cell, N\*) are set aside first, so emphasis and links skip them
+  const inline = (s) => {
+    const kept = [];
+    const keep = (html) => { kept.push(html); return `\u0000${kept.length - 1}\u0000`; };
+    s = s.replace(/`([^`]+)`/g, (_, c) => keep(`<code>${esc(c.replace(/\\\|/g, '|'))}</code>`))
+      .replace(/\\([\\`*_{}[\]()#+\-.!|<>])/g, (_, c) => keep(esc(c)));
+    return esc(s)
+      .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
+      .replace(/(^|[^*])\*([^*]+)\*/g, '$1<em>$2</em>')
+      .replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+|[\w./#-]+)\)/g, '<a href="$2">$1</a>')
+      .replace(/\u0000(\d+)\u0000/g, (_, k) => kept[Number(k)]);
+  };
   const lines = src.split('\n');
   let html = '', i = 0;
   while (i < lines.length) {
@@ -118,26 +125,27 @@ export function markdown(src) {
       const lvl = Math.min(6, l.match(/^#+/)[0].length + 1);
       html += `<h${lvl}>${inline(l.replace(/^#+ /, ''))}</h${lvl}>`;
       i++;
-    } else if (/^\s*[-*] /.test(l)) {
-      html += '<ul>';
-      while (i < lines.length && /^\s*[-*] /.test(lines[i])) {
-        let item = lines[i].replace(/^\s*[-*] /, '');
+    } else if (/^\s*([-*]|\d+\.) /.test(l)) {
+      const ordered = /^\s*\d+\. /.test(l), marker = ordered ? /^\s*\d+\. / : /^\s*[-*] /;
+      html += ordered ? `<ol start="${parseInt(l, 10)}">` : '<ul>';
+      while (i < lines.length && marker.test(lines[i])) {
+        let item = lines[i].replace(marker, '');
         i++;
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !/^\s*[-*] /.test(lines[i])) item += ' ' + lines[i++].trim();
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !/^\s*([-*]|\d+\.) /.test(lines[i])) item += ' ' + lines[i++].trim();
         html += `<li>${inline(item)}</li>`;
       }
-      html += '</ul>';
+      html += ordered ? '</ol>' : '</ul>';
     } else if (/^\|/.test(l)) {
       const rows = [];
       while (i < lines.length && /^\|/.test(lines[i])) rows.push(lines[i++]);
-      const cells = (r) => r.replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+      const cells = (r) => r.replace(/^\||\|$/g, '').split(/(?<!\\)\|/).map((c) => c.trim()); // \| stays in its cell
       const body = rows.filter((r) => !/^\|[\s:|-]+\|$/.test(r));
-      html += '<div class="table-wrap"><table>' + body.map((r, k) => `<tr>${cells(r).map((c) => k === 0 ? `<th>${inline(c)}</th>` : `<td>${inline(c)}</td>`).join('')}</tr>`).join('') + '</table></div>';
+      html += '<div class="table-wrap"><table>' + body.map((r, k) => `<tr>${cells(r).map((c) => k === 0 ? `<th scope="col">${inline(c)}</th>` : `<td>${inline(c)}</td>`).join('')}</tr>`).join('') + '</table></div>';
     } else if (l.trim() === '') {
       i++;
     } else {
       const para = [];
-      while (i < lines.length && lines[i].trim() !== '' && !/^(#{1,6} |```|\||\s*[-*] )/.test(lines[i])) para.push(lines[i++]);
+      while (i < lines.length && lines[i].trim() !== '' && !/^(#{1,6} |```|\||\s*([-*]|\d+\.) )/.test(lines[i])) para.push(lines[i++]);
       html += `<p>${inline(para.join(' '))}</p>`;
     }
   }
