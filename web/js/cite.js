@@ -9,6 +9,7 @@ const BIB = [
   author    = {Zhang, Hongping},
   title     = {EcoCompute: Energy Efficiency Benchmark for Quantized Language Models},
   version   = {v1.1.0},
+  year      = {2026},
   publisher = {Zenodo},
   doi       = {10.5281/zenodo.19647290},
   url       = {https://doi.org/10.5281/zenodo.19647290}
@@ -16,6 +17,7 @@ const BIB = [
   ['Reference dataset, RTX 4090 (CC BY 4.0)', `@dataset{zhang_ecocompute_rtx4090,
   author    = {Zhang, Hongping},
   title     = {EcoCompute --- LLM Inference Energy on NVIDIA RTX 4090 (Ada)},
+  year      = {2026},
   publisher = {Zenodo},
   doi       = {10.5281/zenodo.22037483},
   url       = {https://doi.org/10.5281/zenodo.22037483}
@@ -41,6 +43,7 @@ async function main() {
     el('li', {}, 'EcoCompute code (C library, CLI, this site): Apache-2.0.'),
     el('li', {}, `uPlot ${vendor.uplot}: MIT (`, el('a', { href: 'vendor/uplot.LICENSE' }, 'licence'), `). Ajv ${vendor['ajv-dist']} (ajv-dist): MIT.`)));
   const tool = ['EcoCompute (this tool)', `@software{ecocompute_tool,
+  author  = {{EcoCompute contributors}},
   title   = {EcoCompute: measured GPU energy per token of quantized LLM weights},
   version = {${proto.eco_version}},
   note    = {measurement protocol ${proto.protocol_version}; curves from ${prov.records} records},
