@@ -78,8 +78,35 @@ __attribute__((constructor)) static void fake_init(void)
     parse_script();
 }
 
+/* Steps added by the test itself through fake_nvml_add_power, at the moment it calls it: a spike placed exactly
+ * in one part of the protocol, which a script of wall-clock times cannot do. */
+#define MAX_ADDED 16
+static double added_t[MAX_ADDED], added_w[MAX_ADDED];
+static int n_added;
+
+void fake_nvml_add_power(double watts);
+void fake_nvml_add_power(double watts)
+{
+    int i = __atomic_load_n(&n_added, __ATOMIC_ACQUIRE);
+    if (i == MAX_ADDED) return;
+    added_t[i] = now_mono() - origin;
+    added_w[i] = watts;
+    __atomic_store_n(&n_added, i + 1, __ATOMIC_RELEASE); /* the sampler thread reads these */
+}
+
+static double scripted_energy_to(double t);
+
 /* Integral of p over [0, t] in joules (t relative to origin). */
 static double energy_to(double t)
+{
+    double e = scripted_energy_to(t);
+    int n = __atomic_load_n(&n_added, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (t > added_t[i]) e += added_w[i] * (t - added_t[i]);
+    return e;
+}
+
+static double scripted_energy_to(double t)
 {
     if (t <= 0) return 0;
     switch (kind) {

@@ -1,5 +1,6 @@
 /* The measurement protocol end to end with a timed fake workload and the fake libnvidia-ml:
  * window energy from the counter, prefill exclusion, idle subtraction, paired ΔE%, basis, no-meter path. */
+#include <dlfcn.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,6 +12,10 @@ typedef struct {
     double decode_s_per_token[2];
     double prefill_s;
     int calls[2];
+    /* optional: the fake meter's fake_nvml_add_power, to put a spike on the first prefill-only generations (on until
+     * the next decoding one); spike_state 0 before, 1 during, 2 after */
+    void (*add_power)(double watts);
+    int spike_state;
 } fake_work;
 
 static void sleep_s(double s)
@@ -31,6 +36,8 @@ static eco_err fake_generate(void *ctx, int config, int tokens, eco_generation *
 {
     fake_work *w = ctx;
     w->calls[config]++;
+    if (w->add_power && tokens == 0 && w->spike_state == 0) w->add_power(20000.0), w->spike_state = 1;
+    if (w->add_power && tokens > 0 && w->spike_state == 1) w->add_power(-20000.0), w->spike_state = 2;
     double t0 = now_s();
     sleep_s(w->prefill_s);
     double t1 = now_s();
@@ -155,6 +162,38 @@ static void test_clock_events_inside_windows(void **state)
     json_decref(windows);
     eco_measurement_free(m);
     unsetenv("ECO_FAKE_NVML_THROTTLE");
+}
+
+/* A prefill-only sub-window whose energy swamps its decode window (20 kW while block 1's first prefills run, as a
+ * neighbour's burst would) cannot give that window's decode energy: the window is measured again, once, and the
+ * run ends with the clean window and says it re-measured one. */
+static void test_swamped_prefill_window_is_measured_again(void **state)
+{
+    use_fake_nvml("const:200");
+    eco_nvml *meter = NULL;
+    assert_int_equal(eco_nvml_open(0, &meter), ECO_OK);
+    *state = meter;
+    void *lib = dlopen(getenv("ECO_NVML_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(lib);
+    fake_work w = {.decode_s_per_token = {0.002, 0.001}, .prefill_s = 0.004};
+    *(void **)&w.add_power = dlsym(lib, "fake_nvml_add_power");
+    dlclose(lib); /* the meter's reference keeps it loaded; the teardown's close unloads it, spike and all */
+    assert_non_null(w.add_power);
+    eco_workload wl = {.ctx = &w, .generate = fake_generate};
+    eco_measure_options o;
+    small_options(&o);
+    eco_measurement *m = NULL;
+    assert_int_equal(eco_measure_run(&o, &wl, meter, &m), ECO_OK);
+    assert_int_equal(w.spike_state, 2);
+    assert_int_equal(eco_measurement_windows_remeasured(m), 1);
+    assert_int_equal(eco_measurement_window_count(m), 6); /* the swamped window is not kept */
+    eco_config_summary s0, s1;
+    assert_int_equal(eco_measurement_summary(m, 0, &s0), ECO_OK);
+    assert_int_equal(eco_measurement_summary(m, 1, &s1), ECO_OK);
+    assert_near(s0.mj_per_token_gross, 200.0 * 1000.0 / s0.tokens_per_s, 400.0 * 0.04); /* no trace of the spike */
+    assert_near(s1.mj_per_token_gross, 200.0 * 1000.0 / s1.tokens_per_s, 200.0 * 0.05);
+    assert_true(s1.delta_pct < -40.0);
+    eco_measurement_free(m);
 }
 
 static void test_no_meter_marks_energy_unavailable(void **state)
@@ -354,6 +393,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_protocol_with_fake_meter, close_meter),
         cmocka_unit_test_teardown(test_clock_events_inside_windows, close_meter),
+        cmocka_unit_test_teardown(test_swamped_prefill_window_is_measured_again, close_meter),
         cmocka_unit_test(test_no_meter_marks_energy_unavailable),
         cmocka_unit_test_teardown(test_failed_self_test_measures_without_energy, close_meter),
         cmocka_unit_test(test_bad_options),
