@@ -106,6 +106,10 @@ json_t *eco_measurement_meter_json(const eco_measurement *m);
 json_t *eco_measurement_windows_json(const eco_measurement *m);
 json_t *eco_measurement_quality_json(const eco_measurement *m, int config); /* borrowed; NULL if none */
 
+/* energy.json's run_id (data/schema/energy.schema.json): 1 to ECO_RUN_ID_MAX of these characters. */
+#define ECO_RUN_ID_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-"
+#define ECO_RUN_ID_MAX 128
+
 /* What energy.json says about the run besides the measurement itself. */
 typedef struct {
     const char *run_id;           /* NULL: derived from the model, GPU and start time */

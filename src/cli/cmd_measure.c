@@ -227,8 +227,8 @@ int eco_cmd_measure(int argc, char **argv)
         else if (!strcmp(f, "--schema")) { NEED_VALUE a.schema = v; }
         else if (!strcmp(f, "--run-id")) {
             NEED_VALUE
-            size_t ok_chars = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-");
-            if (!*v || v[ok_chars] || ok_chars > 128) { /* the schema's run_id, checked before the run rather than after it */
+            size_t ok_chars = strspn(v, ECO_RUN_ID_CHARS);
+            if (!*v || v[ok_chars] || ok_chars > ECO_RUN_ID_MAX) { /* the schema's run_id, checked before the run rather than after it */
                 fprintf(stderr, "eco measure: --run-id must be 1-128 of A-Z a-z 0-9 . _ : -, got '%s'\n", v);
                 return 2;
             }

@@ -113,10 +113,13 @@ static void make_run_id(const eco_energy_meta *meta, char *buf, size_t cap)
     const char *model = meta->preset ? meta->preset : meta->model ? meta->model : "model";
     const char *slash = strrchr(model, '/');
     if (slash) model = slash + 1;
-    snprintf(buf, cap, "%s-%s-%s", model, meta->gpu_arch ? meta->gpu_arch : meta->engine_backend, t);
-    for (char *p = buf; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
-            *p = '-';
+    char tail[96];
+    int nt = snprintf(tail, sizeof tail, "-%s-%s", meta->gpu_arch ? meta->gpu_arch : meta->engine_backend, t);
+    /* a long checkpoint folder name is cut so the id stays within the schema's length */
+    int room = ECO_RUN_ID_MAX - (nt > 0 ? nt : 0);
+    snprintf(buf, cap, "%.*s%s", room > 1 ? room : 1, model, tail);
+    for (char *p = buf; *p; p++) /* ':' too, though the schema allows it: ids become file names */
+        if (*p == ':' || !strchr(ECO_RUN_ID_CHARS, *p)) *p = '-';
 }
 
 eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, json_t **out)

@@ -44,6 +44,10 @@ mkdir "$T/my-model" && cp "$T/tiny/"* "$T/my-model/"
 node -e 'const f=process.argv[1],d=JSON.parse(require("fs").readFileSync(f));delete d._name_or_path;require("fs").writeFileSync(f,JSON.stringify(d))' "$T/my-model/config.json"
 (cd "$T/my-model" && "$ECO" measure "${common[@]}" --weights . --idle 0 --precisions fp16,int8 --out "$T/named.json" --report "$T/named.md")
 json "$T/named.json" "d.weights.model==='my-model' && d.run_id.startsWith('my-model-')"
+# a folder name past the schema's 128-character run_id is cut in the id (the run is not lost at the end)
+long=$(printf 'm%.0s' $(seq 1 150)) && mkdir "$T/$long" && cp "$T/my-model/"* "$T/$long/"
+"$ECO" measure "${common[@]}" --weights "$T/$long" --idle 0 --precisions fp16,int8 --out "$T/long.json" || fail "a long checkpoint name"
+json "$T/long.json" "d.run_id.length<=128 && d.run_id.startsWith('mmmm') && /-cpu-\\d{8}T\\d{6}Z$/.test(d.run_id)"
 
 # 2. Fake NVML (scripted constant 150 W): the counter path end to end.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 \
