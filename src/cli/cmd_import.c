@@ -240,7 +240,7 @@ static int import_dir(eco_store *s, const char *dir, const char *manifest, bool 
     free(errs);
     if (!quiet) {
         eco_import_link *links = NULL;
-        if (eco_store_list_links(s, &links, &n) == ECO_OK)
+        if (rep.import_id > 0 && eco_store_list_import_links(s, rep.import_id, &links, &n) == ECO_OK)
             for (size_t i = 0; i < n; i++)
                 printf("linked: %s -> %s: %s\n", links[i].source, links[i].linked_source, links[i].reason);
         free(links);

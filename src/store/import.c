@@ -187,6 +187,25 @@ static bool entry_matches(const manifest_entry *m, const header *h, const eco_cs
     return true;
 }
 
+static const char *const imported_kinds[] = {"measured", "paired-rows", "replicates", "replicate-summary", "config-table",
+                                             "quality-table", "batch-raw", "batch-summary", "phase-summary"};
+/* Listed for provenance, read by other code (the fit's reference curves, the quality text), not imported here. */
+static const char *const listed_kinds[] = {"fit-reference", "corpus"};
+
+static bool kind_is_imported(const char *kind)
+{
+    for (size_t i = 0; i < sizeof imported_kinds / sizeof imported_kinds[0]; i++)
+        if (!strcmp(kind, imported_kinds[i])) return true;
+    return false;
+}
+
+static bool kind_is_known(const char *kind)
+{
+    for (size_t i = 0; i < sizeof listed_kinds / sizeof listed_kinds[0]; i++)
+        if (!strcmp(kind, listed_kinds[i])) return true;
+    return kind_is_imported(kind);
+}
+
 static eco_err load_manifest(const char *path, manifest_entry **out, size_t *count)
 {
     static const char *const required[] = {"file", "kind", "match", "session", "session_note", "gpu", "vram_gb",
@@ -252,6 +271,15 @@ static eco_err load_manifest(const char *path, manifest_entry **out, size_t *cou
         snprintf(m->flags, sizeof m->flags, "%s", row.fields[idx[k++]]);
         snprintf(m->note, sizeof m->note, "%s", row.fields[idx[k++]]);
         snprintf(m->corpus, sizeof m->corpus, "%s", row.fields[idx[k++]]);
+        if (!kind_is_known(m->kind)) { /* a typo must not drop a whole file without a word */
+            char known[400];
+            size_t at = 0;
+            for (size_t i = 0; i < sizeof imported_kinds / sizeof imported_kinds[0]; i++)
+                at += (size_t)snprintf(known + at, sizeof known - at, "%s, ", imported_kinds[i]);
+            snprintf(known + at, sizeof known - at, "%s, %s", listed_kinds[0], listed_kinds[1]);
+            e = eco_fail(ECO_EFORMAT, "%s:%zu: unknown kind '%s' for %s (known: %s)", path, row.line, m->kind, m->file, known);
+            goto done;
+        }
         if (!m->file[0] || strchr(m->file, '/') || strchr(m->file, '\\') || m->file[0] == '.') {
             e = eco_fail(ECO_EFORMAT, "%s:%zu: file '%s' must be a plain name inside the folder", path, row.line, m->file);
             goto done;
@@ -399,14 +427,15 @@ static eco_err put_quality(ctx *x, const char *source, int64_t record_id, const 
 
 static eco_err put_link(ctx *x, const char *source, int64_t record_id, const char *reason)
 {
-    static const char put[] = "INSERT INTO import_links (source, record_id, reason) VALUES (?,?,?) "
-                              "ON CONFLICT(source) DO UPDATE SET record_id = excluded.record_id, reason = excluded.reason "
-                              "WHERE (record_id, reason) IS NOT (excluded.record_id, excluded.reason)";
+    static const char put[] = "INSERT INTO import_links (source, record_id, reason, import_id) VALUES (?,?,?,?) "
+                              "ON CONFLICT(source) DO UPDATE SET record_id = excluded.record_id, reason = excluded.reason, "
+                              "import_id = excluded.import_id";
     sqlite3_stmt *st = store_stmt(x->s, put);
     if (!st) return eco_last_error_code();
     store_bind_text(st, 1, source, false);
     sqlite3_bind_int64(st, 2, record_id);
     store_bind_text(st, 3, reason, false);
+    sqlite3_bind_int64(st, 4, x->import_id);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return store_db_fail(x->s, "storing a link");
@@ -1331,15 +1360,6 @@ static eco_err import_phase(ctx *x, const manifest_entry *m, const header *h, ec
 
 /* ---------------------------------------------------------------- one file, the whole folder */
 
-static bool kind_is_imported(const char *kind)
-{
-    static const char *const kinds[] = {"measured", "paired-rows", "replicates", "replicate-summary", "config-table",
-                                        "quality-table", "batch-raw", "batch-summary", "phase-summary"};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(kind, kinds[i])) return true;
-    return false;
-}
-
 /* Imports one file inside a transaction. Returns a fatal (database) error; file-level problems are logged
  * and returned through *file_err. */
 static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entries, size_t n_entries, eco_err *file_err)
@@ -1459,18 +1479,22 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
     ctx x = {.s = s, .rep = report};
     if ((e = record_import(&x, dir, manifest_path, true))) { free(entries); return e; }
     eco_err file_err = ECO_OK;
+    manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
+    if (!group) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");
     for (size_t i = 0; i < n && !e; i++) {
         if (!kind_is_imported(entries[i].kind)) continue;
-        /* consecutive entries of one file (measured.csv) are imported together */
-        size_t j = i;
+        /* every entry of one file (measured.csv has one per campaign) is imported together, wherever it sits */
         bool seen = false;
         for (size_t k = 0; k < i; k++) seen = seen || !strcmp(entries[k].file, entries[i].file);
         if (seen) continue;
-        while (j + 1 < n && !strcmp(entries[j + 1].file, entries[i].file)) j++;
+        size_t g = 0;
+        for (size_t k = i; k < n; k++)
+            if (!strcmp(entries[k].file, entries[i].file)) group[g++] = entries[k];
         eco_err fe = ECO_OK;
-        e = import_file(&x, dir, &entries[i], j - i + 1, &fe);
+        e = import_file(&x, dir, group, g, &fe);
         if (fe && !file_err) file_err = fe;
     }
+    free(group);
     eco_err e2 = record_import(&x, dir, manifest_path, false);
     report->import_id = x.import_id;
     free(entries);

@@ -84,6 +84,8 @@ static const char *const migrations[] = {
     "  prefill_ratio_vs_fp16 REAL, decode_ratio_vs_fp16 REAL, decode_speed_ratio_vs_fp16 REAL,"
     "  content_hash TEXT NOT NULL"
     ") STRICT;",
+    /* the import that made or last confirmed a link, so an import lists its own links only */
+    "ALTER TABLE import_links ADD COLUMN import_id INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -691,6 +693,18 @@ eco_err eco_store_list_import_errors(eco_store *s, int64_t import_id, eco_import
     if (!st) return eco_last_error_code();
     sqlite3_bind_int64(st, 1, import_id);
     return collect_rows(s, st, sizeof(eco_import_error), fill_import_error, "listing import errors", (void **)out, count);
+}
+
+eco_err eco_store_list_import_links(eco_store *s, int64_t import_id, eco_import_link **out, size_t *count)
+{
+    static const char sql[] = "SELECT l.source, r.source, l.reason FROM import_links l JOIN records r ON r.id = l.record_id "
+                              "WHERE l.import_id = ? ORDER BY l.source";
+    *out = NULL;
+    *count = 0;
+    sqlite3_stmt *st = store_stmt(s, sql);
+    if (!st) return eco_last_error_code();
+    sqlite3_bind_int64(st, 1, import_id);
+    return collect_rows(s, st, sizeof(eco_import_link), fill_link, "listing links", (void **)out, count);
 }
 
 eco_err eco_store_list_links(eco_store *s, eco_import_link **out, size_t *count)

@@ -58,7 +58,21 @@ mkdir "$T/empty"
 set +e
 "$ECO_BIN" import --db "$T/e.db" "$T/empty" > /dev/null 2>&1; [ $? -eq 1 ] || fail "empty folder should exit 1"
 "$ECO_BIN" import --db "$T/e.db" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing path should exit 2"
+
+# 5b. a manifest kind with a typo fails the import before anything is stored (it had dropped the file, exit 0)
+cp -r "$REF" "$T/typo" && sed -i 's/,paired-rows,/,paired-row,/' "$T/typo/manifest.csv"
+"$ECO_BIN" import --db "$T/typo.db" "$T/typo" > /dev/null 2> "$T/typo.err"; [ $? -eq 1 ] || fail "an unknown manifest kind should exit 1"
+grep -q "unknown kind 'paired-row'" "$T/typo.err" || fail "unknown kind: $(cat "$T/typo.err")"
 set -e
+[ "$("$ECO_BIN" export --db "$T/typo.db" --format csv 2>/dev/null | wc -l)" -le 1 ] || fail "rows stored from a manifest with an unknown kind"
+# 5c. a file's manifest entries need not be adjacent: the same rows as the first import
+cp -r "$REF" "$T/order" && { grep -v '^measured.csv,measured,gpu=T4,' "$REF/manifest.csv"; grep '^measured.csv,measured,gpu=T4,' "$REF/manifest.csv"; } > "$T/order/manifest.csv"
+"$ECO_BIN" import --db "$T/order.db" --quiet "$T/order" > "$T/order.out" || fail "reordered manifest exited $?"
+grep -qx 'rows: 205 read, 164 inserted, 0 updated, 0 unchanged, 19 linked, 12 fp16 baselines, 0 rejected' "$T/order.out" \
+  || fail "reordered manifest: $(cat "$T/order.out")"
+# an import lists the links it made, not every link in the store
+"$ECO_BIN" import --db "$T/order.db" "$T/empty" > "$T/empty.out" 2>/dev/null || true
+! grep -q '^linked:' "$T/empty.out" || fail "an import that linked nothing listed links: $(grep -c '^linked:' "$T/empty.out")"
 
 # 6. replications: a valid energy.json, the same again, an invalid one, not JSON
 EX="$ECO_SOURCE_DIR/data/schema/examples"
