@@ -86,13 +86,19 @@ int eco_cmd_fit(int argc, char **argv)
     eco_err e = eco_store_query_records(st, &f, &rows, &n);
     eco_store_close(st);
     if (e) { fprintf(stderr, "eco fit: %s\n", eco_last_error()); return 1; }
-    if (n == 0) { fprintf(stderr, "eco fit: the store %s has no records%s (run `eco import` first)\n", db, source_file ? " from that file" : ""); free(rows); return 2; }
+    if (n == 0) { fprintf(stderr, "eco fit: the store %s has no records%s (run `eco import` first)\n", db, source_file ? " from that file" : ""); free(rows); return ECO_EXIT_NO_DATA; }
 
     eco_curve_set *set = malloc(sizeof *set);
     if (!set) { free(rows); fprintf(stderr, "eco fit: out of memory\n"); return 1; }
     e = eco_fit_all(rows, n, &opt, set);
     free(rows);
-    if (e) { fprintf(stderr, "eco fit: %s\n", eco_last_error()); free(set); return e == ECO_EINVAL ? 2 : 1; }
+    if (e) {
+        fprintf(stderr, "eco fit: %s\n", eco_last_error());
+        free(set);
+        /* a valid request the data cannot serve (no group matches the filters) is not a wrong one */
+        if (e == ECO_EINVAL && !strcmp(eco_last_error_field(), "rows")) return ECO_EXIT_NO_DATA;
+        return e == ECO_EINVAL ? ECO_EXIT_USAGE : ECO_EXIT_FAILED;
+    }
     snprintf(set->dataset, sizeof set->dataset, "store:%s%s%s%s", source_file ? source_file : "all records",
              opt.pool ? "; pooled" : "", opt.anchor_compat ? "; anchor-compat" : "", opt.protocol ? "; protocol selected" : "");
     /* the dataset string must not depend on the db path so re-fits of the same data are byte-identical */

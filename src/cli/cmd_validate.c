@@ -75,9 +75,11 @@ int eco_cmd_validate(int argc, char **argv)
         eco_err rc = eco_json_load_file(file, ECO_JSON_MAX_BYTES, &doc);
         if (rc) {
             fprintf(stderr, "%s\n", eco_last_error());
-            if (report)
-                json_array_append_new(report, json_pack("{s:s, s:b, s:s}", "file", file, "valid", 0, "error",
-                                                        eco_last_error()));
+            if (report) /* the documented shape, one error for the whole document, plus "error" as before */
+                json_array_append_new(report, json_pack("{s:s, s:b, s:[{s:s, s:s, s:s, s:s}], s:i, s:s}", "file", file, "valid", 0,
+                                                        "errors", "instance_path", "", "schema_path", "", "keyword",
+                                                        rc == ECO_EFORMAT ? "malformed-json" : "unreadable", "message",
+                                                        eco_last_error(), "errors_dropped", 0, "error", eco_last_error()));
             status = 2;
             continue;
         }

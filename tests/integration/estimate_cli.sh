@@ -13,6 +13,11 @@ grep -q "^ada .*nf4" "$tmp/fit.txt" || fail "fit table lacks ada nf4"
 # deterministic: a second fit gives the same bytes
 "$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/curves2.json" --quiet
 cmp -s "$tmp/curves.json" "$tmp/curves2.json" || fail "re-fit is not byte-identical"
+# a valid request the data cannot serve exits 3 (no turing fp8 rows), a wrong one 2
+set +e
+"$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/none.json" --arch turing --precision fp8 --quiet 2>/dev/null; [ $? -eq 3 ] || fail "fit with no matching group should exit 3"
+"$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/none.json" --arch vulcan --quiet 2>/dev/null; [ $? -eq 2 ] || fail "fit with an unknown arch should exit 2"
+set -e
 
 # measured anchor: RTX 4090 7B NF4 (July container session) = -28.46%
 "$ECO_BIN" estimate --curves "$tmp/curves.json" --model-params 7e9 --gpu "RTX 4090" --precision nf4 --json >"$tmp/e1.json"

@@ -55,6 +55,9 @@ grep -q '"valid": false' "$tmp/out" || fail "--json lacks verdict"
 printf '{\n  "schema_version": "2.0.0",\n  "results": [1, 2,]\n}\n' >"$tmp/bad.json"
 expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$tmp/bad.json"
 grep -q "bad.json:3:[0-9]*: malformed JSON" "$tmp/out.err" || fail "no line/column: $(cat "$tmp/out.err")"
+# --json gives it the documented shape: errors[] (one, keyword malformed-json) and errors_dropped
+expect_rc 2 "$tmp/out" "$ECO_BIN" validate --json --schema "$schema" "$tmp/bad.json" "$ex/energy.example.valid.json"
+node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8")); if(!(r.length===2 && r[0].valid===false && r[0].errors.length===1 && r[0].errors[0].keyword==="malformed-json" && r[0].errors_dropped===0 && r[1].valid===true)) process.exit(1)' "$tmp/out" || fail "--json malformed entry: $(cat "$tmp/out")"
 # Duplicate keys are refused as malformed.
 printf '{"schema_version": "2.0.0", "schema_version": "2.0.0"}' >"$tmp/dup.json"
 expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$schema" "$tmp/dup.json"
