@@ -346,6 +346,9 @@ typedef struct {
 } eco_optimize_result;
 
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *out);
+/* VRAM a configuration needs, in GiB (the unit of the cards' "80 GB"): weights and KV cache, plus 0.8 GiB and 5%
+ * of the weights for the CUDA context and allocator. The optimizer's budget check and the estimate's fit note. */
+double eco_vram_needed_gib(double weight_bytes, double kv_bytes);
 /* The notes on how a request was read, added to r after eco_optimize_run (the service and eco.wasm both): the size
  * given over a preset's (`overridden`: that preset, else NULL), and a card name matched only to its architecture
  * (`exact` false: gpu is that architecture's reference card, whose VRAM stands in unless vram_given). */

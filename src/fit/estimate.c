@@ -438,13 +438,14 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     const eco_gpu_spec *spec;
     bool exact;
     if (q->card && eco_gpu_find(q->card, &spec, &exact) == ECO_OK) {
-        double gb16 = N * 2.0, gbq = N * eco_precision_bits_per_weight(q->precision) / 8.0; /* weights alone, 1e9 bytes */
-        /* the optimizer's allowance for the CUDA context and allocator: 5% and 0.8 GB */
-#define FITS(gb) ((gb) * 1.05 + 0.8 <= spec->vram_gb)
-        if (!FITS(gbq))
+        double b16 = N * 1e9 * 2.0, bq = N * 1e9 * eco_precision_bits_per_weight(q->precision) / 8.0;
+        double gb16 = b16 / 1e9, gbq = bq / 1e9; /* as printed */
+        /* the optimizer's test, so the two never disagree on whether weights fit */
+#define FITS(b) (eco_vram_needed_gib((b), 0) <= spec->vram_gb)
+        if (!FITS(bq))
             note(e, "the %s weights (%.0f GB) do not fit the %s's %.0f GB: this answer is for a model that needs more than "
                     "one card", eco_precision_name(q->precision), gbq, spec->name, spec->vram_gb);
-        else if (!FITS(gb16))
+        else if (!FITS(b16))
             note(e, "fp16 weights (%.0f GB) do not fit the %s's %.0f GB: the fp16 baseline this ΔE is against needs more than one "
                     "card, the %s weights (%.0f GB) fit", gb16, spec->name, spec->vram_gb, eco_precision_name(q->precision), gbq);
 #undef FITS

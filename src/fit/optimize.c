@@ -243,6 +243,11 @@ static double proxy_top_factor(const eco_candidate *c)
     return c->delta_label == ECO_LABEL_ESTIMATED ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
 }
 
+double eco_vram_needed_gib(double weight_bytes, double kv_bytes)
+{
+    return (weight_bytes + kv_bytes) / GIB + OVERHEAD_GIB + OVERHEAD_FRAC * weight_bytes / GIB;
+}
+
 void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, const eco_gpu_spec *gpu, bool exact,
                                bool vram_given, const eco_model_config *overridden, double params_b)
 {
@@ -348,7 +353,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             double kv = kv_pos * (double)q->ctx * b;
             c->weights_gb = wbytes / GIB;
             c->kv_gb = kv / GIB;
-            c->vram_gb = c->weights_gb + c->kv_gb + OVERHEAD_GIB + OVERHEAD_FRAC * c->weights_gb;
+            c->vram_gb = eco_vram_needed_gib(wbytes, kv);
             double t_mem = (rbytes + kv) / (q->gpu->mem_bw_gbps * 1e9 * BW_EFFICIENCY);
             double t_cmp = b * 2.0 * N * 1e9 / (q->gpu->fp16_tflops * 1e12 * COMPUTE_EFFICIENCY);
             double t = t_mem > t_cmp ? t_mem : t_cmp;
