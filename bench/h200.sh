@@ -36,7 +36,7 @@ cat "$W/gpu.csv"
 
 if has test; then
     log "test_cuda_backend"
-    timed ${TEST_TIMEOUT:-120} $B/test_cuda_backend > "$W/test_cuda_backend.txt" 2>&1
+    timed ${TEST_TIMEOUT:-240} $B/test_cuda_backend > "$W/test_cuda_backend.txt" 2>&1
     rc=$?; log "test_cuda_backend rc=$rc"; tail -5 "$W/test_cuda_backend.txt"
     grep -E "worst|FAILED|PASSED" "$W/test_cuda_backend.txt" | tail -8
     if [ $rc -ne 0 ]; then
