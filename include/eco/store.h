@@ -65,6 +65,7 @@ typedef struct {
     size_t files_failed;  /* missing, too big or unreadable files (their rows are not counted) */
     size_t rows_baseline; /* fp16 rows of per-config tables, used as the baseline of the other rows */
     int64_t import_id;    /* key of this import in the imports and import_errors tables */
+    size_t rows_removed;  /* stored rows of a re-read file that it no longer holds (a row edited away, lines moved) */
 } eco_import_report;
 
 /* Imports the reference dataset folder (data/reference) as its manifest.csv describes it. Idempotent: a second

@@ -24,7 +24,8 @@ static void usage(FILE *out)
             "       eco import --db FILE --run [--schema FILE] RUN.energy.json   (our own measured run: its rows join the fit)\n"
             "DIR: a reference folder (data/reference) described by DIR/manifest.csv (or --manifest).\n"
             "  Prints files and rows read / inserted / updated / unchanged / linked / rejected, each rejected\n"
-            "  row as file:line: reason, and duplicates linked to the row they repeat. Re-importing is a no-op.\n"
+            "  row as file:line: reason, and duplicates linked to the row they repeat. Re-importing is a no-op;\n"
+            "  an edited file replaces its earlier rows (the store mirrors the files, nothing counted twice).\n"
             "FILE.json: stores the raw document as a replication once it validates against the schema and its\n"
             "  figures agree with each other (eco validate); an invalid or example document is refused and nothing\n"
             "  is stored (schema: --schema, $ECO_SCHEMA, <exe dir>/../" SCHEMA_REL " or $ECO_SOURCE_DIR/" SCHEMA_REL ";\n"
@@ -232,6 +233,7 @@ static int import_dir(eco_store *s, const char *dir, const char *manifest, bool 
     printf("rows: %zu read, %zu inserted, %zu updated, %zu unchanged, %zu linked, %zu fp16 baselines, %zu rejected\n",
            rep.rows_read, rep.rows_inserted, rep.rows_updated, rep.rows_unchanged, rep.rows_linked, rep.rows_baseline,
            rep.rows_rejected);
+    if (rep.rows_removed) printf("removed: %zu stored row(s) the re-read files no longer hold\n", rep.rows_removed);
     eco_import_error *errs = NULL;
     size_t n = 0;
     if (rep.import_id > 0 && eco_store_list_import_errors(s, rep.import_id, &errs, &n) == ECO_OK)

@@ -342,9 +342,41 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
     snprintf(r->flags, sizeof r->flags, "%s", m->flags);
     store_record_meta meta = {x->file, line, raw_note};
     store_upsert res;
-    eco_err e = store_upsert_record(x->s, r, &meta, &res, id);
+    int64_t got = 0;
+    eco_err e = store_upsert_record(x->s, r, &meta, &res, &got);
     if (!e) count(x, res);
+    if (id) *id = got;
+    if (!e && got > 0) { /* this file still holds the row: not stale (remove_stale_rows) */
+        sqlite3_stmt *st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_touched (id) VALUES (?)");
+        if (!st) return eco_last_error_code();
+        sqlite3_bind_int64(st, 1, got);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) return store_db_fail(x->s, "marking a row");
+    }
     return e;
+}
+
+/* After a whole file was read: its stored rows that no row of it gave again are gone from it (an edited or
+ * reordered file keys its rows by line), so the store mirrors the file instead of keeping both. Links from its
+ * lines that this import did not make again go too. */
+static eco_err remove_stale_rows(ctx *x, const char *file)
+{
+    sqlite3_stmt *st = store_stmt(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file = ? "
+                                        "AND id NOT IN (SELECT id FROM temp.import_touched)");
+    if (!st) return eco_last_error_code();
+    store_bind_text(st, 1, file, false);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) return store_db_fail(x->s, "removing rows the file no longer holds");
+    x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
+    st = store_stmt(x->s, "DELETE FROM import_links WHERE substr(source, 1, length(?1) + 1) = ?1 || ':' AND import_id <> ?2");
+    if (!st) return eco_last_error_code();
+    store_bind_text(st, 1, file, false);
+    sqlite3_bind_int64(st, 2, x->import_id);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "removing links the file no longer makes");
 }
 
 static eco_err session_from_entry(ctx *x, const manifest_entry *m, const char *gpu, const char *arch,
@@ -1383,6 +1415,13 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
     eco_csv *c = NULL;
     if ((e = eco_csv_open(data, len, m->file, &c))) { free(data); return e; }
     if ((e = store_exec(x->s, "BEGIN IMMEDIATE"))) { eco_csv_close(c); free(data); return e; }
+    if ((e = store_exec(x->s, "CREATE TEMP TABLE IF NOT EXISTS import_touched (id INTEGER PRIMARY KEY);"
+                              "DELETE FROM temp.import_touched"))) {
+        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+        eco_csv_close(c);
+        free(data);
+        return e;
+    }
     eco_csv_row first;
     bool eof;
     header h = {0};
@@ -1420,6 +1459,11 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
         snprintf(msg, sizeof msg, "%s", eco_last_error());
         sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
         return eco_fail(fe, "%s", msg);
+    }
+    /* only a file read to its end says which of its stored rows it no longer holds */
+    if (!fe && (e = remove_stale_rows(x, m->file))) {
+        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+        return e;
     }
     if (fe) {
         /* the file's structure is wrong (header, columns): reported, the rows read so far are kept */

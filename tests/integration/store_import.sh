@@ -19,6 +19,21 @@ grep -qx 'rows: 205 read, 164 inserted, 0 updated, 0 unchanged, 19 linked, 12 fp
 grep -q '^rows: 205 read, 0 inserted, 0 updated, 164 unchanged' "$T/out2" || fail "re-import: $(head -3 "$T/out2")"
 grep -q '^linked: ecocompute-ai_a800_summary.csv:3 -> measured.csv:28: ' "$T/out2" || fail "A800 duplicate not linked"
 
+# 2b. an updated file (a row inserted at the top shifts every line): the store mirrors it, nothing counted twice or
+# overwritten by a neighbour; reading the original again restores the same records and the same curves
+cp -r "$REF" "$T/upd"
+sed -i '1a RTX 4090D,ada,24,Qwen2-72B-new,72,NF4,9000,8000,2,2,10.0,x' "$T/upd/measured.csv"
+"$ECO_BIN" export --db "$T/eco.db" --format csv | LC_ALL=C sort > "$T/before.csv"
+"$ECO_BIN" fit --db "$T/eco.db" --out "$T/before.json" --quiet
+"$ECO_BIN" import --db "$T/eco.db" --quiet "$T/upd" > "$T/upd.out" || fail "updated folder exited $?"
+[ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | wc -l)" -eq $(( $(wc -l < "$T/before.csv") + 1 )) ] || fail "an inserted row changed the record count by more than one"
+[ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | grep -c 'Qwen2-72B-new')" -eq 1 ] || fail "the new row is not stored once"
+"$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > /dev/null || fail "re-import of the original exited $?"
+"$ECO_BIN" export --db "$T/eco.db" --format csv | LC_ALL=C sort | cut -d, -f2- > "$T/after.csv"
+cut -d, -f2- "$T/before.csv" | cmp -s - "$T/after.csv" || fail "records differ after the round trip: $(diff <(cut -d, -f2- "$T/before.csv") "$T/after.csv" | head -5)"
+"$ECO_BIN" fit --db "$T/eco.db" --out "$T/after.json" --quiet
+cmp -s "$T/before.json" "$T/after.json" || fail "curves differ after the round trip"
+
 # 3. export: CSV filtered, JSON
 "$ECO_BIN" export --db "$T/eco.db" --format csv --arch ada --precision nf4 > "$T/ada_nf4.csv"
 [ "$(wc -l < "$T/ada_nf4.csv")" -eq 15 ] || fail "ada nf4 export has $(wc -l < "$T/ada_nf4.csv") lines, want 15"
