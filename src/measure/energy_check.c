@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "eco/measure.h"
+#include "eco/model.h"
 
 /* 1 kJ a generated token: a 1 kW board at one token a second. Anything above is a unit or export error, not a
  * decode (the reference data's largest is about 20 J). */
@@ -21,6 +22,10 @@
 #define SAMPLES_SLACK 0.005
 /* mean power against energy x speed: the same windows, so within half of it either way */
 #define POWER_FACTOR 1.5
+/* the spread figures against the samples' own (n - 1) SD: 1% and 0.01 of the unit for a writer's rounding */
+#define SPREAD_SLACK 0.01
+/* a preset's parameter count against weights.params_b: the fit's x axis */
+#define PARAMS_SLACK 0.01
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
@@ -87,6 +92,29 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         } else if (ns && numeric == ns && has_gross && !(fabs(sum / (double)ns - gross) <= SAMPLES_SLACK * gross + 0.01)) {
             snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
             ADD(at, "the samples average %g mJ, the result says %g", sum / (double)ns, gross);
+        } else if (ns >= 2 && numeric == ns) {
+            /* the spread the fit weighs by and the estimates print as CV: the samples' own */
+            double mean_s = sum / (double)ns, ss = 0, sd_mj, cv;
+            for (size_t k = 0; k < ns; k++) ss += pow(json_number_value(json_array_get(samples, k)) - mean_s, 2);
+            double sd_s = sqrt(ss / (double)(ns - 1)), cv_s = mean_s > 0 ? 100 * sd_s / mean_s : NAN;
+            if (number(r, "sd_mj", &sd_mj) && !(fabs(sd_mj - sd_s) <= SPREAD_SLACK * sd_s + 0.01)) {
+                snprintf(at, sizeof at, "/results/%zu/sd_mj", i);
+                ADD(at, "SD %g mJ, the samples' SD is %g", sd_mj, sd_s);
+            }
+            if (isfinite(cv_s) && number(r, "cv_pct", &cv) && !(fabs(cv - cv_s) <= SPREAD_SLACK * cv_s + 0.01)) {
+                snprintf(at, sizeof at, "/results/%zu/cv_pct", i);
+                ADD(at, "CV %g%%, the samples' CV is %g%%", cv, cv_s);
+            }
+        }
+        double e2e, blocks;
+        bool gross_plausible = has_gross && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN; /* else said above */
+        if (gross_plausible && number(r, "e2e_mj_per_token_gross", &e2e) && e2e < gross * (1 - INTERVAL_SLACK)) {
+            snprintf(at, sizeof at, "/results/%zu/e2e_mj_per_token_gross", i);
+            ADD(at, "end to end %g mJ is less than decode %g mJ (end to end adds the prefill)", e2e, gross);
+        }
+        if (number(r, "n", &n) && number(json_object_get(doc, "protocol"), "blocks", &blocks) && n > blocks) {
+            snprintf(at, sizeof at, "/results/%zu/n", i);
+            ADD(at, "n %g from %g blocks (one sample a block)", n, blocks);
         }
         if (has_gross && number(r, "mean_power_w", &power) && number(r, "tokens_per_s", &tps) && tps > 0) {
             double implied = gross * 1e-3 * tps;
@@ -105,6 +133,24 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
             else if (number(r, "mj_per_token_gross", &mean) && !(mean >= lo - INTERVAL_SLACK * fabs(lo) && mean <= hi + INTERVAL_SLACK * fabs(hi)))
                 ADD(at, "the interval [%g, %g] does not contain the mean %g mJ", lo, hi, mean);
         }
+    }
+    return ok;
+}
+
+/* The run as a whole: blocks done against blocks asked for, and a preset's size against the size recorded. */
+static bool check_run(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    const json_t *proto = json_object_get(doc, "protocol"), *w = json_object_get(doc, "weights");
+    double blocks, iterations, params;
+    if (number(proto, "blocks", &blocks) && number(proto, "iterations", &iterations) && blocks > iterations)
+        ADD("/protocol/blocks", "%g blocks done of the %g asked for", blocks, iterations);
+    const char *preset = str(w, "preset");
+    const eco_model_config *c = preset ? eco_preset_find(preset) : NULL;
+    if (c && number(w, "params_b", &params)) {
+        double want = (double)eco_model_param_count(c) / 1e9;
+        if (!(fabs(params - want) <= PARAMS_SLACK * want))
+            ADD("/weights/params_b", "%g billion, but preset %s has %.6g billion", params, preset, want);
     }
     return ok;
 }
@@ -198,6 +244,7 @@ eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs)
     }
     bool ok = check_results(doc, errs);
     ok &= check_comparisons(doc, errs);
+    ok &= check_run(doc, errs);
     if (!ok) return eco_fail(ECO_ENOMEM, "energy.json check: out of memory");
     size_t found = errs->count + errs->dropped - before;
     if (found) return eco_fail(ECO_EINVAL, "energy.json: %zu inconsistenc%s between its figures", found, found == 1 ? "y" : "ies");

@@ -168,6 +168,8 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   nf4r[nf4.metric] += shift;
   if (Array.isArray(nf4r.ci95_mj)) nf4r.ci95_mj = nf4r.ci95_mj.map((v) => v + shift);
   if (Array.isArray(nf4r.samples_mj_per_token)) nf4r.samples_mj_per_token = nf4r.samples_mj_per_token.map((v) => v + shift);
+  if (Number.isFinite(nf4r.e2e_mj_per_token_gross)) nf4r.e2e_mj_per_token_gross += shift; // it holds the decode too
+  if (Number.isFinite(nf4r.cv_pct) && Number.isFinite(nf4r.sd_mj)) nf4r.cv_pct = (100 * nf4r.sd_mj) / nf4r[nf4.metric]; // same SD, new mean
   if (nf4.verdict) nf4.verdict = nf4.ci95_pct[1] < 0 ? 'saves' : nf4.ci95_pct[0] > 0 ? 'costs' : 'inconclusive';
   await page.fill('#doc', JSON.stringify(moved));
   await page.click('#validate');

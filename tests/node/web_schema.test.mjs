@@ -77,7 +77,15 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     samples_elsewhere: mutate((d) => { d.results[0].samples_mj_per_token = d.results[0].samples_mj_per_token.map((x) => x * 2.5); }),
     n_vs_samples: mutate((d) => { d.results[1].n = 2; d.comparisons[0].n_pairs = 2; }),
     megawatt: mutate((d) => { d.results[0].mean_power_w = 1e6; }),
+    cv: mutate((d) => { d.results[1].cv_pct = 50; }),
+    sd: mutate((d) => { d.results[1].sd_mj = 100; }),
+    e2e_below: mutate((d) => { d.results[1].e2e_mj_per_token_gross = 1; }),
+    blocks_over: mutate((d) => { d.protocol.iterations = 2; }),
+    preset_size: mutate((d) => { d.weights.params_b = 500; }),
   };
+  // the page reads the presets' sizes from eco.wasm; here from `eco model info`, which prints the exact count
+  const info = execFileSync(process.env.ECO_BIN, ['model', 'info', base.weights.preset]).toString();
+  const presets = { [base.weights.preset]: Number(/^params\s+(\d+)/m.exec(info)[1]) / 1e9 };
   const dir = mkdtempSync(join(tmpdir(), 'eco-consistency-'));
   try {
     for (const [name, doc] of Object.entries(cases)) {
@@ -86,7 +94,7 @@ test('consistency: the page and eco validate agree on every defect', async () =>
       let out;
       try { out = execFileSync(process.env.ECO_BIN, ['validate', '--json', file]).toString(); } catch (e) { out = e.stdout.toString(); }
       const c = JSON.parse(out)[0].errors.map((e) => `${e.instance_path} ${e.keyword}`).sort();
-      const js = energyConsistency(doc).map((e) => `${e.pointer} ${e.keyword}`).sort();
+      const js = energyConsistency(doc, presets).map((e) => `${e.pointer} ${e.keyword}`).sort();
       assert.deepEqual(js, c, name);
       assert.equal(js.length === 0, name === 'clean', `${name}: ${js}`);
     }

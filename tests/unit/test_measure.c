@@ -352,6 +352,27 @@ static void test_energy_figures_checked_against_each_other(void **state)
     /* an interval that does not contain its own point, a verdict without an interval of two pairs */
     one_finding(path, first_comparison_with(orig, "ci95_pct", json_pack("[f, f]", -30.0, -25.0)), "/comparisons/0/ci95_pct");
     one_finding(path, first_comparison_with(orig, "n_pairs", json_integer(1)), "/comparisons/0/verdict");
+    /* spread figures the samples do not give (they weigh the fit and print as CV) */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "results"), r_int8), "cv_pct", json_real(50.0));
+    snprintf(want, sizeof want, "/results/%zu/cv_pct", r_int8);
+    one_finding(path, d, want);
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "results"), r_int8), "sd_mj", json_real(100.0));
+    snprintf(want, sizeof want, "/results/%zu/sd_mj", r_int8);
+    one_finding(path, d, want);
+    /* end to end below decode (it adds the prefill) */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_array_get(json_object_get(d, "results"), r_int8), "e2e_mj_per_token_gross", json_real(1.0));
+    snprintf(want, sizeof want, "/results/%zu/e2e_mj_per_token_gross", r_int8);
+    one_finding(path, d, want);
+    /* more blocks done than asked for; a size its preset does not have */
+    d = json_deep_copy(orig);
+    json_object_set_new(json_object_get(d, "protocol"), "iterations", json_integer(2));
+    one_finding(path, d, "/protocol/blocks");
+    d = json_deep_copy(orig);
+    json_object_set_new(json_object_get(d, "weights"), "params_b", json_real(500.0));
+    one_finding(path, d, "/weights/params_b");
     /* the same precision measured twice */
     d = json_deep_copy(orig);
     json_array_append_new(json_object_get(d, "results"), json_deep_copy(json_array_get(json_object_get(d, "results"), r_int8)));

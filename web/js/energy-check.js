@@ -7,10 +7,13 @@ const INTERVAL_SLACK = 1e-6; // an interval contains its own point estimate, up 
 const MJ_PER_TOKEN_MIN = 1e-2; // 10 uJ a token: a unit error
 const SAMPLES_SLACK = 0.005; // the per-window samples average to the gross figure (0.5% and 0.01 mJ)
 const POWER_FACTOR = 1.5; // mean power against energy x speed
+const SPREAD_SLACK = 0.01; // SD and CV against the samples' own (n - 1): 1% and 0.01 of the unit
+const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_b
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
-export function energyConsistency(doc) {
+// presets: optional { name: params_b } (eco.wasm's model list) for the weights.preset size check.
+export function energyConsistency(doc, presets = {}) {
   const out = [];
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
@@ -35,7 +38,21 @@ export function energyConsistency(doc) {
       if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, `n ${r.n} with ${samples.length} samples`);
       else if (gross !== undefined && !(Math.abs(mean - gross) <= SAMPLES_SLACK * gross + 0.01))
         add(`/results/${i}/samples_mj_per_token`, `the samples average ${mean} mJ, the result says ${gross}`);
+      else if (samples.length >= 2) {
+        const sd = Math.sqrt(samples.reduce((a, x) => a + (x - mean) ** 2, 0) / (samples.length - 1));
+        const cv = mean > 0 ? (100 * sd) / mean : undefined;
+        if (num(r.sd_mj) !== undefined && !(Math.abs(r.sd_mj - sd) <= SPREAD_SLACK * sd + 0.01))
+          add(`/results/${i}/sd_mj`, `SD ${r.sd_mj} mJ, the samples' SD is ${sd}`);
+        if (cv !== undefined && num(r.cv_pct) !== undefined && !(Math.abs(r.cv_pct - cv) <= SPREAD_SLACK * cv + 0.01))
+          add(`/results/${i}/cv_pct`, `CV ${r.cv_pct}%, the samples' CV is ${cv}%`);
+      }
     }
+    const e2e = num(r.e2e_mj_per_token_gross);
+    if (gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && e2e !== undefined && e2e < gross * (1 - INTERVAL_SLACK))
+      add(`/results/${i}/e2e_mj_per_token_gross`, `end to end ${e2e} mJ is less than decode ${gross} mJ (end to end adds the prefill)`);
+    const blocksDone = num(doc.protocol && doc.protocol.blocks);
+    if (num(r.n) !== undefined && blocksDone !== undefined && r.n > blocksDone)
+      add(`/results/${i}/n`, `n ${r.n} from ${blocksDone} blocks (one sample a block)`);
     const power = num(r.mean_power_w), tps = num(r.tokens_per_s);
     if (gross !== undefined && power !== undefined && tps !== undefined && tps > 0) {
       const implied = gross * 1e-3 * tps;
@@ -91,5 +108,12 @@ export function energyConsistency(doc) {
           : `"${c.verdict}" without a 95% interval over two or more pairs: that is "inconclusive"`);
     }
   });
+  // the run as a whole: blocks done against asked for, a preset's size against the size recorded
+  const proto = doc.protocol || {}, w = doc.weights || {};
+  if (num(proto.blocks) !== undefined && num(proto.iterations) !== undefined && proto.blocks > proto.iterations)
+    add('/protocol/blocks', `${proto.blocks} blocks done of the ${proto.iterations} asked for`);
+  const want = typeof w.preset === 'string' ? presets[w.preset] : undefined;
+  if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
+    add('/weights/params_b', `${w.params_b} billion, but preset ${w.preset} has ${want} billion`);
   return out;
 }

@@ -62,7 +62,8 @@ function show(doc, text) {
   reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
-  const errs = ok ? energyConsistency(doc) : normalizeAjvErrors(validate.errors);
+  const presets = Object.fromEntries((eco.infoCache?.models || []).map((m) => [m.name, m.params_b]));
+  const errs = ok ? energyConsistency(doc, presets) : normalizeAjvErrors(validate.errors);
   if (errs.length) {
     const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
     $('validation').replaceChildren(el('div', { class: 'error-box', role: 'alert', id: 'verdict-invalid' },
