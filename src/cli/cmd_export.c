@@ -11,7 +11,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: eco export --db FILE [--format csv|json] [--arch A] [--precision P] [--gpu G] [--model M]\n"
-            "                  [--session ID] [--source-file NAME] [--origin reference|run|replication]\n"
+            "                  [--session ID] [--source-file NAME] [--origin reference|run]\n"
             "Writes the records (with delta %%, protocol, flags and perplexity) to stdout; CSV by default.\n"
             "--source-file measured.csv selects exactly the anchor's curve-fitting input.\n");
 }
@@ -49,8 +49,12 @@ int eco_cmd_export(int argc, char **argv)
     if (origin) {
         if (!strcmp(origin, "reference")) f.origin = ECO_ORIGIN_REFERENCE;
         else if (!strcmp(origin, "run")) f.origin = ECO_ORIGIN_RUN;
-        else if (!strcmp(origin, "replication")) f.origin = ECO_ORIGIN_REPLICATION;
-        else { fprintf(stderr, "eco export: --origin must be reference, run or replication\n"); return 2; }
+        else if (!strcmp(origin, "replication")) {
+            fprintf(stderr, "eco export: submitted replications are stored as documents, not measurement rows "
+                            "(GET /v1/replications lists them; `eco import --run` makes a run's rows)\n");
+            return 2;
+        }
+        else { fprintf(stderr, "eco export: --origin must be reference or run\n"); return 2; }
     }
     /* exporting must not create an empty database by accident */
     if (access(db, R_OK) != 0) { fprintf(stderr, "eco export: %s: no such database\n", db); return 1; }

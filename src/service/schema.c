@@ -235,7 +235,7 @@ static json_t *measurements_request(void)
     json_object_set_new(p, "gpu", json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200));
     json_object_set_new(p, "protocol", described(json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200),
                                                  "Protocol key, e.g. tok256/gross/nvml-power-poll."));
-    json_object_set_new(p, "origin", enum_of("reference", "run", "replication", NULL));
+    json_object_set_new(p, "origin", enum_of("reference", "run", NULL)); /* replications are documents: /v1/replications */
     json_object_set_new(p, "model", json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200));
     return request(p, NULL);
 }

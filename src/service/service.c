@@ -451,8 +451,10 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     if (v[4].present) {
         if (!strcmp(v[4].s, "reference")) f.origin = ECO_ORIGIN_REFERENCE;
         else if (!strcmp(v[4].s, "run")) f.origin = ECO_ORIGIN_RUN;
-        else if (!strcmp(v[4].s, "replication")) f.origin = ECO_ORIGIN_REPLICATION;
-        else return eco_fail_field(ECO_EINVAL, "origin", "origin must be reference, run or replication, got '%s'", v[4].s);
+        else if (!strcmp(v[4].s, "replication"))
+            return eco_fail_field(ECO_EINVAL, "origin", "submitted replications are stored as documents, not measurement rows: "
+                                                        "GET /v1/replications lists them");
+        else return eco_fail_field(ECO_EINVAL, "origin", "origin must be reference or run, got '%s'", v[4].s);
     }
     const eco_model_config *preset = v[5].present ? eco_preset_find(v[5].s) : NULL;
     eco_record *rows = NULL;

@@ -432,13 +432,16 @@ size_t store_filter_sql(const eco_record_filter *f, char *where, size_t cap)
     size_t n = 0, w = 0;
     where[0] = '\0';
     if (!f) return 0;
-    const struct { const char *v, *col; } cols[] = {
-        {f->arch, "arch"}, {f->precision, "precision"}, {f->gpu, "gpu"}, {f->protocol, "protocol"},
-        {f->session, "session"}, {f->source_file, "source_file"}, {f->model, "model"},
+    /* gpu and model in any case, and a card also by its NVML name ("H200" finds "NVIDIA H200"), as the API's
+     * /v1/measurements matches them: a filter that silently finds nothing reads as "no data" */
+    const struct { const char *v, *test; } cols[] = {
+        {f->arch, "arch = ?"}, {f->precision, "precision = ?"},
+        {f->gpu, "(gpu = ? COLLATE NOCASE OR gpu = 'NVIDIA ' || ? COLLATE NOCASE)"}, {f->protocol, "protocol = ?"},
+        {f->session, "session = ?"}, {f->source_file, "source_file = ?"}, {f->model, "model = ? COLLATE NOCASE"},
     };
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
         if (!cols[i].v) continue;
-        w += (size_t)snprintf(where + w, w < cap ? cap - w : 0, "%s %s = ?", n ? " AND" : " WHERE", cols[i].col);
+        w += (size_t)snprintf(where + w, w < cap ? cap - w : 0, "%s %s", n ? " AND" : " WHERE", cols[i].test);
         n++;
     }
     if (f->origin >= 0) {
@@ -453,8 +456,11 @@ void store_filter_bind(sqlite3_stmt *st, const eco_record_filter *f, int first)
     if (!f) return;
     const char *vals[] = {f->arch, f->precision, f->gpu, f->protocol, f->session, f->source_file, f->model};
     int i = first;
-    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++)
-        if (vals[k]) store_bind_text(st, i++, vals[k], false);
+    for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++) {
+        if (!vals[k]) continue;
+        store_bind_text(st, i++, vals[k], false);
+        if (k == 2) store_bind_text(st, i++, vals[k], false); /* gpu: its test has two placeholders */
+    }
     if (f->origin >= 0) store_bind_text(st, i++, eco_record_origin_name((eco_record_origin)f->origin), false);
 }
 

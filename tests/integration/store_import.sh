@@ -47,7 +47,14 @@ grep -q '"count": 29' "$T/all.json" || fail "JSON count"
 if command -v python3 >/dev/null; then
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["records"])==29' "$T/all.json" || fail "JSON parse"
 fi
+# every reference row carries its licence; gpu and model match in any case, a card also by its NVML name
+! tail -n +2 "$T/ada_nf4.csv" | grep -v 'CC BY 4.0, Hongping Zhang' | grep -q . || fail "a reference row without its licence"
+[ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -eq "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'RTX 4090' | wc -l)" ] || fail "--gpu is case-sensitive"
+[ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -gt 1 ] || fail "--gpu 'rtx 4090' found nothing"
+[ "$("$ECO_BIN" export --db "$T/eco.db" --model qwen2-7b | wc -l)" -gt 1 ] || fail "--model is case-sensitive"
 set +e
+"$ECO_BIN" export --db "$T/eco.db" --origin replication > /dev/null 2> "$T/orig.err"; [ $? -eq 2 ] || fail "--origin replication should exit 2"
+grep -q "GET /v1/replications" "$T/orig.err" || fail "--origin replication: $(cat "$T/orig.err")"
 "$ECO_BIN" export --db "$T/eco.db" --format xml > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad format should exit 2"
 "$ECO_BIN" export --db "$T/none.db" > /dev/null 2>&1; [ $? -eq 1 ] || fail "missing db should exit 1"
 [ ! -e "$T/none.db" ] || fail "export created a database"
