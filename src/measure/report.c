@@ -1,4 +1,5 @@
 /* The readable Markdown report of an energy.json document (any valid one, ours or a replication's). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,46 @@
 /* The SM clock over the measured windows, per precision of `results` (the lowest any timeline sample saw, the
  * mean of the windows' means), and any clock-event reason other than idle: a power cap shows here, not at the
  * start. Files written before the timeline recorded clocks have no sm_mhz_* and get no line. */
+/* A document's string as Markdown text, for the report is Markdown and the document anyone's: one line, with the
+ * characters that would make markup (a heading, a table cell, emphasis, a link, HTML) escaped ('_', '>' and a
+ * '<' that opens no tag are left: inside a line, as in sw_power_cap or ">= 64M", they make no markup). code: for inside a
+ * code span, where escapes are not read, so only the backtick and line breaks are replaced. The copies live until
+ * the report is written (md_free_all): a report holds some in variables across many others. */
+static _Thread_local struct { char **v; size_t n, cap; } md_copies;
+
+static void md_free_all(void)
+{
+    for (size_t i = 0; i < md_copies.n; i++) free(md_copies.v[i]);
+    free(md_copies.v);
+    memset(&md_copies, 0, sizeof md_copies);
+}
+
+static const char *md_text(const char *s, bool code)
+{
+    if (!s) return s;
+    if (md_copies.n == md_copies.cap) {
+        size_t cap = md_copies.cap ? 2 * md_copies.cap : 64;
+        char **v = realloc(md_copies.v, cap * sizeof *v);
+        if (!v) return "?";
+        md_copies.v = v, md_copies.cap = cap;
+    }
+    char *b = malloc(2 * strlen(s) + 1);
+    if (!b) return "?";
+    size_t o = 0;
+    for (; *s; s++) {
+        char ch = *s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s;
+        if (code && ch == '`') ch = '\'';
+        else if (!code && (strchr("\\`*[]|#", ch) || (ch == '<' && (isalpha((unsigned char)s[1]) || strchr("/!?", s[1])))))
+            b[o++] = '\\'; /* '<' only where it could open a tag: "<= 16 MB" stays */
+        b[o++] = ch;
+    }
+    b[o] = '\0';
+    md_copies.v[md_copies.n++] = b;
+    return b;
+}
+static const char *md(const char *s) { return md_text(s, false); }
+static const char *md_code(const char *s) { return md_text(s, true); }
+
 static void windows_clock_line(FILE *f, const json_t *results, const json_t *windows)
 {
     bool any = false;
@@ -31,17 +72,18 @@ static void windows_clock_line(FILE *f, const json_t *results, const json_t *win
                 snprintf(events + strlen(events), sizeof events - strlen(events), "%s%s", events[0] ? ", " : "", e);
         }
         if (!n) continue;
-        fprintf(f, "%s%s min %.0f, mean %.0f MHz%s%s%s", any ? "; " : "- SM clock in the windows: ", prec, lo, sum / n,
-                events[0] ? " (clock events: " : "", events, events[0] ? ")" : "");
+        fprintf(f, "%s%s min %.0f, mean %.0f MHz%s%s%s", any ? "; " : "- SM clock in the windows: ", md(prec), lo, sum / n,
+                events[0] ? " (clock events: " : "", md(events), events[0] ? ")" : "");
         any = true;
     }
     if (any) fputs("\n", f);
 }
 
+/* o[k] for the report's text (md), else dflt; for comparisons use the raw value (only enum words are compared). */
 static const char *str(const json_t *o, const char *k, const char *dflt)
 {
     const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : dflt;
+    return s ? md(s) : dflt;
 }
 
 static void num(FILE *f, const json_t *v, const char *fmt)
@@ -67,7 +109,10 @@ static const json_t *find_by_precision(const json_t *arr, const char *precision)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) if (!strcmp(str(v, "precision", ""), precision)) return v;
+    json_array_foreach(arr, i, v) {
+        const char *p = json_string_value(json_object_get(v, "precision"));
+        if (p && !strcmp(p, precision)) return v;
+    }
     return NULL;
 }
 
@@ -75,7 +120,7 @@ static void flags_line(FILE *f, const json_t *flags)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(flags, i, v) fprintf(f, "%s`%s`", i ? ", " : "", json_string_value(v));
+    json_array_foreach(flags, i, v) fprintf(f, "%s`%s`", i ? ", " : "", md_code(json_string_value(v)));
     if (!json_array_size(flags)) fputs("none", f);
 }
 
@@ -97,11 +142,13 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
     fprintf(f, "# Energy per generated token: %s on %s\n\n", str(w, "model", "model"), device);
     if (json_is_true(json_object_get(doc, "example")))
         fputs("> **Example document: illustrative numbers, not a measurement.**\n\n", f);
-    fprintf(f, "Run `%s`, %s · %s %s (build %s), backend %s · meter basis **%s**\n\n", str(doc, "run_id", "?"),
+    const char *run_id = json_string_value(json_object_get(doc, "run_id"));
+    fprintf(f, "Run `%s`, %s · %s %s (build %s), backend %s · meter basis **%s**\n\n", run_id ? md_code(run_id) : "?",
             str(doc, "created_utc", "?"), str(sw, "tool", "eco"), str(sw, "version", "?"), str(sw, "build", "?"),
             str(sw, "engine_backend", "?"), basis);
 
     fputs("## Headline\n\n", f);
+    if (!json_array_size(comps)) fputs("- No comparisons: this run measured no quantized precision against fp16.\n", f);
     size_t i;
     json_t *c;
     json_array_foreach(comps, i, c) {
@@ -232,7 +279,8 @@ eco_err eco_energy_report_md(const json_t *doc, char **markdown)
     flags_line(f, json_object_get(doc, "flags"));
     fputc('\n', f);
     json_t *n;
-    json_array_foreach(json_object_get(doc, "notes"), i, n) fprintf(f, "- %s\n", json_string_value(n));
+    json_array_foreach(json_object_get(doc, "notes"), i, n) fprintf(f, "- %s\n", md(json_string_value(n)));
+    md_free_all();
     if (fclose(f)) { free(buf); return eco_fail(ECO_EIO, "report: write failed"); }
     *markdown = buf;
     return ECO_OK;

@@ -75,4 +75,13 @@ expect_rc 2 "$tmp/out" "$ECO_BIN" validate --schema "$tmp/unsup.schema.json" "$e
 grep -q "not supported" "$tmp/out.err" || fail "unsupported keyword not reported: $(cat "$tmp/out.err")"
 expect_rc 0 "$tmp/out" "$ECO_BIN" validate --help
 grep -q "usage: eco validate" "$tmp/out" || fail "no usage text"
+# eco report: a document's strings cannot make Markdown (a heading, a table cell, HTML); no comparisons is said
+node -e 'const fs=require("fs"); const d=JSON.parse(fs.readFileSync(process.argv[1],"utf8")); d.weights.model="evil|model\n# H"; d.notes.push("x\n## Injected <script>y</script>"); fs.writeFileSync(process.argv[2], JSON.stringify(d)); d.comparisons=[]; fs.writeFileSync(process.argv[3], JSON.stringify(d))' \
+  "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json" "$tmp/evil.json" "$tmp/nocomp.json"
+expect_rc 0 "$tmp/evil.md" "$ECO_BIN" report "$tmp/evil.json"
+[ "$(grep -c '^#' "$tmp/evil.md")" -eq "$(grep -c '^#' <("$ECO_BIN" report "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json"))" ] || fail "a document's string made a heading: $(grep '^#' "$tmp/evil.md")"
+grep -q '^# Energy per generated token: evil\\|model \\# H on ' "$tmp/evil.md" || fail "title: $(head -1 "$tmp/evil.md")"
+! grep -qE '(^|[^\\])<script>' "$tmp/evil.md" || fail "HTML passed into the report"
+expect_rc 0 "$tmp/nocomp.md" "$ECO_BIN" report "$tmp/nocomp.json"
+grep -q '^- No comparisons' "$tmp/nocomp.md" || fail "an empty headline"
 echo "validate_examples: $n invalid examples and the valid ones behave as expected"
