@@ -142,7 +142,7 @@ typedef struct {
 } eco_import_link;
 
 eco_err eco_store_list_links(eco_store *s, eco_import_link **out, size_t *count);
-/* The links one import made or confirmed (eco_import_report.import_id). */
+/* The links one import made or confirmed (eco_import_report.import_id; 0: every import's, as eco_store_list_links). */
 eco_err eco_store_list_import_links(eco_store *s, int64_t import_id, eco_import_link **out, size_t *count);
 
 /* Batch-scaling rows (energy per generated token vs batch size) and phase rows (prefill/decode). */

@@ -704,7 +704,7 @@ eco_err eco_store_list_import_errors(eco_store *s, int64_t import_id, eco_import
 eco_err eco_store_list_import_links(eco_store *s, int64_t import_id, eco_import_link **out, size_t *count)
 {
     static const char sql[] = "SELECT l.source, r.source, l.reason FROM import_links l JOIN records r ON r.id = l.record_id "
-                              "WHERE l.import_id = ? ORDER BY l.source";
+                              "WHERE ?1 = 0 OR l.import_id = ?1 ORDER BY l.source";
     *out = NULL;
     *count = 0;
     sqlite3_stmt *st = store_stmt(s, sql);
@@ -715,13 +715,7 @@ eco_err eco_store_list_import_links(eco_store *s, int64_t import_id, eco_import_
 
 eco_err eco_store_list_links(eco_store *s, eco_import_link **out, size_t *count)
 {
-    static const char sql[] = "SELECT l.source, r.source, l.reason FROM import_links l JOIN records r ON r.id = l.record_id "
-                              "ORDER BY l.source";
-    *out = NULL;
-    *count = 0;
-    sqlite3_stmt *st = store_stmt(s, sql);
-    if (!st) return eco_last_error_code();
-    return collect_rows(s, st, sizeof(eco_import_link), fill_link, "listing links", (void **)out, count);
+    return eco_store_list_import_links(s, 0, out, count);
 }
 
 eco_err eco_store_count(eco_store *s, const char *table, size_t *count)
