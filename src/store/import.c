@@ -199,6 +199,15 @@ static bool kind_is_imported(const char *kind)
     return false;
 }
 
+/* Kinds whose rows are linked to or checked against other files' rows: read after the others. */
+static bool kind_is_dependent(const char *kind)
+{
+    static const char *const dependent[] = {"config-table", "replicate-summary", "quality-table", "batch-summary"};
+    for (size_t i = 0; i < sizeof dependent / sizeof dependent[0]; i++)
+        if (!strcmp(kind, dependent[i])) return true;
+    return false;
+}
+
 static bool kind_is_known(const char *kind)
 {
     for (size_t i = 0; i < sizeof listed_kinds / sizeof listed_kinds[0]; i++)
@@ -357,26 +366,35 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
     return e;
 }
 
-/* After a whole file was read: its stored rows that no row of it gave again are gone from it (an edited or
- * reordered file keys its rows by line), so the store mirrors the file instead of keeping both. Links from its
- * lines that this import did not make again go too. */
-static eco_err remove_stale_rows(ctx *x, const char *file)
+/* After every file: the stored rows of a file read to its end that no row of it gave again are gone from it (an
+ * edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both; links
+ * from its lines that this import did not make again go too. Once for the whole import, after the files that
+ * link to others' rows were read (a link made earlier must not lose its row to a later file's removal). Only the
+ * records and links mirror the files; quality, batch and phase rows of removed lines stay. */
+static eco_err remove_stale_rows(ctx *x)
 {
-    sqlite3_stmt *st = store_stmt(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file = ? "
-                                        "AND id NOT IN (SELECT id FROM temp.import_touched)");
-    if (!st) return eco_last_error_code();
-    store_bind_text(st, 1, file, false);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) return store_db_fail(x->s, "removing rows the file no longer holds");
-    x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
-    st = store_stmt(x->s, "DELETE FROM import_links WHERE substr(source, 1, length(?1) + 1) = ?1 || ':' AND import_id <> ?2");
-    if (!st) return eco_last_error_code();
-    store_bind_text(st, 1, file, false);
-    sqlite3_bind_int64(st, 2, x->import_id);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "removing links the file no longer makes");
+    eco_err e = store_exec(x->s, "BEGIN IMMEDIATE");
+    if (e) return e;
+    sqlite3_stmt *st = store_stmt(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file IN "
+                                        "(SELECT file FROM temp.import_read) AND id NOT IN (SELECT id FROM temp.import_touched)");
+    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+    if (st) sqlite3_reset(st);
+    if (rc == SQLITE_DONE) {
+        x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
+        st = store_stmt(x->s, "DELETE FROM import_links WHERE import_id <> ? AND EXISTS (SELECT 1 FROM temp.import_read r "
+                              "WHERE substr(import_links.source, 1, length(r.file) + 1) = r.file || ':')");
+        if (st) {
+            sqlite3_bind_int64(st, 1, x->import_id);
+            rc = sqlite3_step(st);
+            sqlite3_reset(st);
+        } else rc = SQLITE_ERROR;
+    }
+    if (rc != SQLITE_DONE || (e = store_exec(x->s, "COMMIT"))) {
+        e = e ? e : st ? store_db_fail(x->s, "removing rows the files no longer hold") : eco_last_error_code();
+        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+        return e;
+    }
+    return ECO_OK;
 }
 
 static eco_err session_from_entry(ctx *x, const manifest_entry *m, const char *gpu, const char *arch,
@@ -899,7 +917,7 @@ static eco_err find_duplicate(ctx *x, const eco_record *r, int64_t *id, char *sr
     static const char sql[] =
         "SELECT id, source, model, n_trials FROM records WHERE origin = 'reference' AND arch = ? AND precision = ? "
         "AND source_file <> ? AND abs(e_fp16_mj - ?) <= 0.0051 + 1e-6 * ? AND abs(e_quant_mj - ?) <= 0.0051 + 1e-6 * ? "
-        "ORDER BY id";
+        "ORDER BY id NOT IN (SELECT id FROM temp.import_touched), id"; /* a row this import gave: not one it removes */
     *id = 0;
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) return eco_last_error_code();
@@ -1415,13 +1433,7 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
     eco_csv *c = NULL;
     if ((e = eco_csv_open(data, len, m->file, &c))) { free(data); return e; }
     if ((e = store_exec(x->s, "BEGIN IMMEDIATE"))) { eco_csv_close(c); free(data); return e; }
-    if ((e = store_exec(x->s, "CREATE TEMP TABLE IF NOT EXISTS import_touched (id INTEGER PRIMARY KEY);"
-                              "DELETE FROM temp.import_touched"))) {
-        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
-        eco_csv_close(c);
-        free(data);
-        return e;
-    }
+
     eco_csv_row first;
     bool eof;
     header h = {0};
@@ -1460,10 +1472,20 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
         sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
         return eco_fail(fe, "%s", msg);
     }
-    /* only a file read to its end says which of its stored rows it no longer holds */
-    if (!fe && (e = remove_stale_rows(x, m->file))) {
-        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
-        return e;
+    /* only a file read to its end says which of its stored rows it no longer holds (removed after every file) */
+    if (!fe) {
+        sqlite3_stmt *st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_read (file) VALUES (?)");
+        int rc = SQLITE_ERROR;
+        if (st) {
+            store_bind_text(st, 1, m->file, false);
+            rc = sqlite3_step(st);
+            sqlite3_reset(st);
+        }
+        if (rc != SQLITE_DONE) {
+            e = st ? store_db_fail(x->s, "noting a file read") : eco_last_error_code();
+            sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+            return e;
+        }
     }
     if (fe) {
         /* the file's structure is wrong (header, columns): reported, the rows read so far are kept */
@@ -1522,23 +1544,31 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
     if (e) return e;
     ctx x = {.s = s, .rep = report};
     if ((e = record_import(&x, dir, manifest_path, true))) { free(entries); return e; }
+    /* the rows this import stored or confirmed, and the files it read to their end (remove_stale_rows) */
+    e = store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS import_touched (id INTEGER PRIMARY KEY);"
+                      "CREATE TEMP TABLE IF NOT EXISTS import_read (file TEXT PRIMARY KEY);"
+                      "DELETE FROM temp.import_touched; DELETE FROM temp.import_read");
     eco_err file_err = ECO_OK;
     manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
-    if (!group) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");
-    for (size_t i = 0; i < n && !e; i++) {
-        if (!kind_is_imported(entries[i].kind)) continue;
-        /* every entry of one file (measured.csv has one per campaign) is imported together, wherever it sits */
-        bool seen = false;
-        for (size_t k = 0; k < i; k++) seen = seen || !strcmp(entries[k].file, entries[i].file);
-        if (seen) continue;
-        size_t g = 0;
-        for (size_t k = i; k < n; k++)
-            if (!strcmp(entries[k].file, entries[i].file)) group[g++] = entries[k];
-        eco_err fe = ECO_OK;
-        e = import_file(&x, dir, group, g, &fe);
-        if (fe && !file_err) file_err = fe;
-    }
+    if (!group && !e) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");
+    /* Files whose rows stand alone first, then those checked or linked against them (a config table's rows that
+     * repeat measured.csv's are linked to them), whatever the manifest's order. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n && !e; i++) {
+            if (!kind_is_imported(entries[i].kind) || kind_is_dependent(entries[i].kind) != (pass == 1)) continue;
+            /* every entry of one file (measured.csv has one per campaign) is imported together, wherever it sits */
+            bool seen = false;
+            for (size_t k = 0; k < i; k++) seen = seen || !strcmp(entries[k].file, entries[i].file);
+            if (seen) continue;
+            size_t g = 0;
+            for (size_t k = i; k < n; k++)
+                if (!strcmp(entries[k].file, entries[i].file)) group[g++] = entries[k];
+            eco_err fe = ECO_OK;
+            e = import_file(&x, dir, group, g, &fe);
+            if (fe && !file_err) file_err = fe;
+        }
     free(group);
+    if (!e) e = remove_stale_rows(&x);
     eco_err e2 = record_import(&x, dir, manifest_path, false);
     report->import_id = x.import_id;
     free(entries);

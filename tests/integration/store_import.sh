@@ -23,11 +23,16 @@ grep -q '^linked: ecocompute-ai_a800_summary.csv:3 -> measured.csv:28: ' "$T/out
 # overwritten by a neighbour; reading the original again restores the same records and the same curves
 cp -r "$REF" "$T/upd"
 sed -i '1a RTX 4090D,ada,24,Qwen2-72B-new,72,NF4,9000,8000,2,2,10.0,x' "$T/upd/measured.csv"
+# ... with the A800 config table (whose rows link to measured.csv's) listed first: links survive the shift
+{ head -1 "$REF/manifest.csv"; grep '^ecocompute-ai_a800_summary.csv,' "$REF/manifest.csv"; tail -n +2 "$REF/manifest.csv" | grep -v '^ecocompute-ai_a800_summary.csv,'; } > "$T/upd/manifest.csv"
 "$ECO_BIN" export --db "$T/eco.db" --format csv | LC_ALL=C sort > "$T/before.csv"
 "$ECO_BIN" fit --db "$T/eco.db" --out "$T/before.json" --quiet
 "$ECO_BIN" import --db "$T/eco.db" --quiet "$T/upd" > "$T/upd.out" || fail "updated folder exited $?"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | wc -l)" -eq $(( $(wc -l < "$T/before.csv") + 1 )) ] || fail "an inserted row changed the record count by more than one"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | grep -c 'Qwen2-72B-new')" -eq 1 ] || fail "the new row is not stored once"
+grep -q ', 19 linked,' "$T/upd.out" || fail "links after the shift: $(cat "$T/upd.out")"
+"$ECO_BIN" import --db "$T/fresh_upd.db" --quiet "$T/upd" | grep -q '^rows: 206 read, 165 inserted, 0 updated, 0 unchanged, 19 linked' \
+  || fail "a first import with the config table listed first counts rows twice"
 "$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > /dev/null || fail "re-import of the original exited $?"
 "$ECO_BIN" export --db "$T/eco.db" --format csv | LC_ALL=C sort | cut -d, -f2- > "$T/after.csv"
 cut -d, -f2- "$T/before.csv" | cmp -s - "$T/after.csv" || fail "records differ after the round trip: $(diff <(cut -d, -f2- "$T/before.csv") "$T/after.csv" | head -5)"
