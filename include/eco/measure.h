@@ -134,6 +134,10 @@ typedef struct {
 
 /* Builds the energy.json document (data/schema/energy.schema.json v2) from a finished measurement. */
 eco_err eco_energy_json(const eco_measurement *m, const eco_energy_meta *meta, json_t **out);
+/* s as Markdown text on one line: characters that would make markup (a heading, a table cell, emphasis, a link,
+ * a tag) escaped; code: for inside a code span (only the backtick and '|' handled). Malloc'd; NULL when out of
+ * memory. */
+char *eco_markdown_escape(const char *s, bool code);
 /* Renders the readable Markdown report of any energy.json document. */
 eco_err eco_energy_report_md(const json_t *energy, char **markdown);
 

@@ -66,8 +66,13 @@ int eco_cmd_report(int argc, char **argv)
                "measurement to rely on.\n",
                problems, problems == 1 ? "" : "s");
         for (size_t i = 0; i < errs.count; i++) {
-            if (i < SHOWN_PROBLEMS)
-                printf("> - `%s`: %s\n", errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/", errs.items[i].message);
+            if (i < SHOWN_PROBLEMS) { /* the document's keys and values reach these: as Markdown text */
+                char *path = eco_markdown_escape(errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/", true);
+                char *msg = eco_markdown_escape(errs.items[i].message, false);
+                printf("> - `%s`: %s\n", path ? path : "?", msg ? msg : "?");
+                free(path);
+                free(msg);
+            }
             fprintf(stderr, "%s: %s: %s\n", argv[1], errs.items[i].instance_path[0] ? errs.items[i].instance_path : "/",
                     errs.items[i].message);
         }

@@ -24,6 +24,23 @@ static void md_free_all(void)
     memset(&md_copies, 0, sizeof md_copies);
 }
 
+char *eco_markdown_escape(const char *s, bool code)
+{
+    char *b = malloc(2 * strlen(s) + 1);
+    if (!b) return NULL;
+    size_t o = 0;
+    for (; *s; s++) {
+        char ch = *s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s;
+        if (code && ch == '`') ch = '\'';
+        else if (code ? ch == '|' /* GFM reads \| in a code span inside a table cell */
+                      : strchr("\\`*[]|#", ch) || (ch == '<' && (isalpha((unsigned char)s[1]) || strchr("/!?", s[1]))))
+            b[o++] = '\\'; /* '<' only where it could open a tag: "<= 16 MB" stays */
+        b[o++] = ch;
+    }
+    b[o] = '\0';
+    return b;
+}
+
 static const char *md_text(const char *s, bool code)
 {
     if (!s) return s;
@@ -33,17 +50,8 @@ static const char *md_text(const char *s, bool code)
         if (!v) return "?";
         md_copies.v = v, md_copies.cap = cap;
     }
-    char *b = malloc(2 * strlen(s) + 1);
+    char *b = eco_markdown_escape(s, code);
     if (!b) return "?";
-    size_t o = 0;
-    for (; *s; s++) {
-        char ch = *s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s;
-        if (code && ch == '`') ch = '\'';
-        else if (!code && (strchr("\\`*[]|#", ch) || (ch == '<' && (isalpha((unsigned char)s[1]) || strchr("/!?", s[1])))))
-            b[o++] = '\\'; /* '<' only where it could open a tag: "<= 16 MB" stays */
-        b[o++] = ch;
-    }
-    b[o] = '\0';
     md_copies.v[md_copies.n++] = b;
     return b;
 }

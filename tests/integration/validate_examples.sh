@@ -82,6 +82,13 @@ expect_rc 0 "$tmp/evil.md" "$ECO_BIN" report "$tmp/evil.json"
 [ "$(grep -c '^#' "$tmp/evil.md")" -eq "$(grep -c '^#' <("$ECO_BIN" report "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json"))" ] || fail "a document's string made a heading: $(grep '^#' "$tmp/evil.md")"
 grep -q '^# Energy per generated token: evil\\|model \\# H on ' "$tmp/evil.md" || fail "title: $(head -1 "$tmp/evil.md")"
 ! grep -qE '(^|[^\\])<script>' "$tmp/evil.md" || fail "HTML passed into the report"
+# ... nor can an invalid one's keys and values, which reach the banner and the flags cell
+node -e 'const fs=require("fs"); const d=JSON.parse(fs.readFileSync(process.argv[1],"utf8")); d["x\n## key"]=1; d.software.version="<img src=x onerror=alert(1)>"; d.results[0].flags=["a|b|c"]; fs.writeFileSync(process.argv[2], JSON.stringify(d))' \
+  "$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json" "$tmp/bad_keys.json"
+expect_rc 1 "$tmp/bad_keys.md" "$ECO_BIN" report "$tmp/bad_keys.json"
+! grep -q '^## key' "$tmp/bad_keys.md" || fail "a key made a heading in the banner"
+! grep -qE '(^|[^\\])<img' "$tmp/bad_keys.md" || fail "a tag passed into the report"
+grep -q 'a\\|b\\|c' "$tmp/bad_keys.md" || fail "a flag's | split the table: $(grep 'a.b.c' "$tmp/bad_keys.md")"
 expect_rc 0 "$tmp/nocomp.md" "$ECO_BIN" report "$tmp/nocomp.json"
 grep -q '^- No comparisons' "$tmp/nocomp.md" || fail "an empty headline"
 echo "validate_examples: $n invalid examples and the valid ones behave as expected"
