@@ -31,5 +31,8 @@ const char *eco_last_error_field(void); /* "" when the failure named no field */
 eco_err eco_last_error_code(void);
 void eco_clear_error(void);
 const char *eco_err_name(eco_err code); /* "EINVAL", ... */
+/* Drops a UTF-8 sequence cut short at the end of s (a formatted message that hit its buffer's end), so the text
+ * stays valid UTF-8: a JSON encoder refuses it otherwise, and the message would vanish. */
+void eco_utf8_cut_partial(char *s);
 
 #endif

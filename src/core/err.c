@@ -15,6 +15,7 @@ static eco_err record(eco_err code, const char *field, const char *fmt, va_list 
     /* Format into a local buffer first: callers may pass eco_last_error() / eco_last_error_field() as arguments. */
     char msg[ECO_ERR_MSG_MAX], fld[sizeof last_field];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    eco_utf8_cut_partial(msg);
     snprintf(fld, sizeof fld, "%s", field ? field : "");
     memcpy(last_msg, msg, sizeof msg);
     memcpy(last_field, fld, sizeof fld);
@@ -75,4 +76,15 @@ const char *eco_err_name(eco_err code)
     static const char *const names[] = {"OK", "EINVAL", "ENOMEM", "EIO", "EFORMAT", "ENOTFOUND",
                                         "EUNSUPPORTED", "ETOOBIG", "EDEVICE", "ESTATE"};
     return (unsigned)code < sizeof names / sizeof names[0] ? names[code] : "EUNKNOWN";
+}
+
+void eco_utf8_cut_partial(char *s)
+{
+    size_t n = strlen(s), lead = n;
+    /* back over at most three continuation bytes to the sequence's lead byte */
+    while (lead > 0 && n - lead < 4 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80) lead--;
+    if (lead == 0) return;
+    unsigned char c = (unsigned char)s[lead - 1];
+    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (n - (lead - 1) < want) s[lead - 1] = '\0';
 }

@@ -26,8 +26,9 @@ __attribute__((format(printf, 2, 3))) static void note(eco_estimate *e, const ch
     if (e->n_notes >= ECO_EST_MAX_NOTES) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->notes[e->n_notes++], sizeof e->notes[0], fmt, ap);
+    vsnprintf(e->notes[e->n_notes], sizeof e->notes[0], fmt, ap);
     va_end(ap);
+    eco_utf8_cut_partial(e->notes[e->n_notes++]); /* a 200-character name can fill the note */
 }
 
 /* The measurements behind a measured estimate that carry flags, by source: "throttled fp16:throttled" on a run

@@ -197,8 +197,9 @@ __attribute__((format(printf, 2, 3))) static void onote(eco_optimize_result *r, 
     if (r->n_notes >= ECO_EST_MAX_NOTES) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
+    vsnprintf(r->notes[r->n_notes], sizeof r->notes[0], fmt, ap);
     va_end(ap);
+    eco_utf8_cut_partial(r->notes[r->n_notes++]); /* a 200-character name can fill the note */
 }
 
 /* KV bytes per cached position per billion parameters: median over the presets (used without a preset). */
@@ -255,7 +256,7 @@ void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, co
         onote(r, "params_b %.3gB is used, not %s's %.3gB: its shapes (bytes, KV cache) are not", params_b, overridden->name,
               (double)eco_model_param_count(overridden) / 1e9);
     if (!exact)
-        onote(r, "'%.200s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth and power%s)",
+        onote(r, "'%s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth and power%s)",
               gpu_asked, gpu->arch, gpu->name, gpu->vram_gb, vram_given ? "" : "; give max_vram_gb for this card's memory");
 }
 

@@ -210,9 +210,9 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
     if (!sb_open(&s)) return NULL;
     const json_t *in = at(r, "input"), *gpu = at(r, "gpu"), *best = at(r, "recommended");
     const char *model = strv(in, "model", NULL);
-    char size[256]; /* a model name is at most 200 characters */
-    if (model && isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "%.200s (%.3gB)", model, numv(in, "params_b"));
-    else if (model) snprintf(size, sizeof size, "%.200s", model);
+    char size[1024]; /* a model name is at most 200 characters, 800 bytes */
+    if (model && isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "%s (%.3gB)", model, numv(in, "params_b"));
+    else if (model) snprintf(size, sizeof size, "%s", model);
     else if (isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "a %.3gB model", numv(in, "params_b"));
     else snprintf(size, sizeof size, "the model");
     if (json_is_object(best)) {

@@ -238,6 +238,13 @@ test('bad input is a 400 problem naming the field', async () => {
   assert.match(p.detail, /longer than 200 characters/);
 });
 
+test('a card name of 200 multi-byte characters keeps its note (cut at a character, not inside one)', async () => {
+  const res = await fetch(`${server.base}/v1/optimize?gpu=${encodeURIComponent('hopper-' + 'ü'.repeat(150))}&params_b=7`);
+  assert.equal(res.status, 200);
+  const o = await res.json();
+  assert.ok(o.notes.some((n) => n.includes('is not in the hardware table')), o.notes.join(' | '));
+});
+
 test('a valid request without data behind it is a 422 problem', async () => {
   const p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=T4&params_b=7&precision=int8`), 422, 'precision');
   assert.match(p.detail, /int8/);

@@ -82,10 +82,12 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     e2e_below: mutate((d) => { d.results[1].e2e_mj_per_token_gross = 1; }),
     blocks_over: mutate((d) => { d.protocol.iterations = 2; }),
     preset_size: mutate((d) => { d.weights.params_b = 500; }),
+    preset_by_hf_id: mutate((d) => { d.weights.preset = d.weights.model.toUpperCase(); d.weights.params_b = 3; }),
   };
   // the page reads the presets' sizes from eco.wasm; here from `eco model info`, which prints the exact count
   const info = execFileSync(process.env.ECO_BIN, ['model', 'info', base.weights.preset]).toString();
-  const presets = { [base.weights.preset]: Number(/^params\s+(\d+)/m.exec(info)[1]) / 1e9 };
+  const size = Number(/^params\s+(\d+)/m.exec(info)[1]) / 1e9;
+  const presets = { [base.weights.preset.toLowerCase()]: size, [base.weights.model.toLowerCase()]: size }; // as the page builds it
   const dir = mkdtempSync(join(tmpdir(), 'eco-consistency-'));
   try {
     for (const [name, doc] of Object.entries(cases)) {

@@ -1,4 +1,6 @@
 /* Core: error reporting, statistics, precision names, model presets and byte accounting. */
+#include <string.h>
+
 #include "eco_test.h"
 
 #include "eco/err.h"
@@ -129,10 +131,34 @@ static void test_presets_match_published_sizes(void **state)
     assert_true(fabs((double)eco_model_bytes_per_token(mistral, ECO_PREC_NF4, 0, false) / 1e9 - 4.20) < 0.10);
 }
 
+/* A message cut at its buffer's end inside a UTF-8 character loses that character, not its validity. */
+static void test_utf8_cut_partial(void **state)
+{
+    (void)state;
+    const struct { const char *in, *out; } cases[] = {
+        {"", ""}, {"abc", "abc"}, {"a\xC3\xBC", "a\xC3\xBC"}, {"a\xC3", "a"}, {"a\xE2\x82", "a"},
+        {"a\xE2\x82\xAC", "a\xE2\x82\xAC"}, {"a\xF0\x9F\x98", "a"}, {"a\xF0\x9F\x98\x80", "a\xF0\x9F\x98\x80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        eco_utf8_cut_partial(buf);
+        assert_string_equal(buf, cases[i].out);
+    }
+    /* through eco_fail: a message of 150 'ü' past the buffer stays valid UTF-8 */
+    char big[1024] = "";
+    for (int i = 0; i < 400; i++) strcat(big, "\xC3\xBC");
+    eco_fail(ECO_EINVAL, "x%s", big);
+    const char *m = eco_last_error();
+    size_t n = strlen(m);
+    assert_true(n > 0 && ((unsigned char)m[n - 1] == 0xBC));
+    eco_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error_message_and_field), cmocka_unit_test(test_summaries),
+        cmocka_unit_test(test_error_message_and_field), cmocka_unit_test(test_summaries), cmocka_unit_test(test_utf8_cut_partial),
         cmocka_unit_test(test_rng_reproducible_and_uniform), cmocka_unit_test(test_paired_delta),
         cmocka_unit_test(test_precision_names), cmocka_unit_test(test_presets_match_published_sizes),
     };

@@ -12,7 +12,8 @@ const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
-// presets: optional { name: params_b } (eco.wasm's model list) for the weights.preset size check.
+// presets: optional { lower-case name: params_b } (eco.wasm's model list, by name, HF id and short id, as
+// eco_preset_find matches them) for the weights.preset size check.
 export function energyConsistency(doc, presets = {}) {
   const out = [];
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
@@ -112,7 +113,7 @@ export function energyConsistency(doc, presets = {}) {
   const proto = doc.protocol || {}, w = doc.weights || {};
   if (num(proto.blocks) !== undefined && num(proto.iterations) !== undefined && proto.blocks > proto.iterations)
     add('/protocol/blocks', `${proto.blocks} blocks done of the ${proto.iterations} asked for`);
-  const want = typeof w.preset === 'string' ? presets[w.preset] : undefined;
+  const want = typeof w.preset === 'string' ? presets[w.preset.toLowerCase()] : undefined;
   if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
     add('/weights/params_b', `${w.params_b} billion, but preset ${w.preset} has ${want} billion`);
   return out;

@@ -62,7 +62,9 @@ function show(doc, text) {
   reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
-  const presets = Object.fromEntries((eco.infoCache?.models || []).map((m) => [m.name, m.params_b]));
+  // by every name eco_preset_find takes: the preset's, its HF id and the id's short name, in any case
+  const presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
+    [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
   const errs = ok ? energyConsistency(doc, presets) : normalizeAjvErrors(validate.errors);
   if (errs.length) {
     const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
