@@ -193,6 +193,15 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   assert.equal(stored.count, 1);
   assert.equal(JSON.stringify(stored).includes(createHash('sha256').update(measuredText).digest('hex')), true,
     'stored under the file\'s own SHA-256');
+  // a chosen file with CRLF line ends: the file's own bytes go (the text area shows them with LF)
+  const crlf = Buffer.from(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-1.5b.energy.json'), 'utf8').replace(/\n/g, '\r\n'));
+  await page.setInputFiles('#file', { name: 'crlf.energy.json', mimeType: 'application/json', buffer: crlf });
+  await page.waitForSelector('#verdict-valid');
+  await page.click('#submit');
+  await page.waitForFunction(() => /Submitted/.test(document.querySelector('#submit-status').textContent) && !/Sending/.test(document.querySelector('#submit-status').textContent));
+  const stored2 = await (await fetch(`${srv.base}/v1/replications`)).json();
+  assert.equal(stored2.count, 2);
+  assert.ok(JSON.stringify(stored2).includes(createHash('sha256').update(crlf).digest('hex')), 'stored under the CRLF file\'s SHA-256');
   // then not JSON: the previous document is forgotten, nothing can be submitted, the comparison is gone
   await page.fill('#doc', '{"this is": not json');
   await page.click('#validate');

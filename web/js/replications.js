@@ -10,6 +10,9 @@ import { energyConsistency } from './energy-check.js';
 
 const $ = (id) => document.getElementById(id);
 let eco, validate, lastDoc = null, lastText = null, submitPath = null;
+// The file last chosen or dropped: its bytes as they are (a BOM, CRLF), sent when the box still shows it, since the
+// text area normalizes line ends and the server knows a stored document by its bytes' SHA-256.
+let loadedFile = null;
 // The API takes at most this many bytes (ECO_API_MAX_REPLICATION_BYTES); a bigger file is refused before it is read,
 // as copying tens of MB into the text area freezes the tab.
 const MAX_DOC_BYTES = 1048576;
@@ -158,7 +161,9 @@ async function main() {
       invalid(`${f.name} is ${(f.size / 1048576).toFixed(1)} MiB: an energy.json is accepted up to 1 MiB (eco validate checks bigger files on the command line).`);
       return;
     }
-    $('doc').value = await f.text();
+    const bytes = await f.arrayBuffer();
+    $('doc').value = new TextDecoder().decode(bytes);
+    loadedFile = { shown: $('doc').value, bytes };
     parseAndShow($('doc').value);
   };
   $('file').addEventListener('change', (ev) => readFile(ev.target.files[0]));
@@ -170,7 +175,7 @@ async function main() {
     if (!lastDoc || lastText === null || !submitPath) return;
     $('submit-status').textContent = 'Sending…';
     try {
-      const r = await fetch(submitPath.replace(/^\//, ''), { method: 'POST', headers: { 'content-type': 'application/json' }, body: lastText });
+      const r = await fetch(submitPath.replace(/^\//, ''), { method: 'POST', headers: { 'content-type': 'application/json' }, body: loadedFile && loadedFile.shown === lastText ? loadedFile.bytes : lastText });
       $('submit-status').textContent = r.ok ? 'Submitted. Thank you.' : `The server refused it: HTTP ${r.status} ${await r.text()}`;
     } catch (e) { $('submit-status').textContent = `Not sent: ${e.message}`; }
   });
