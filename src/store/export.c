@@ -27,9 +27,12 @@ static const struct { const char *name; col_type type; } COLS[] = {
     {"quality_corpus", COL_TEXT}, {"note", COL_TEXT},          {"licence", COL_TEXT},
 };
 /* Every reference row says whose it is and under which licence, so a CSV cut out of the export keeps it (the JSON
- * form also carries the full attribution once). */
-static const char ROW_LICENCE[] = "CC BY 4.0, Hongping Zhang, EcoCompute (doi:10.5281/zenodo.19647290, "
-                                  "doi:10.5281/zenodo.22037483)";
+ * form also carries the full attribution once). The licence is the source file's (data/reference/ATTRIBUTION.md):
+ * CC BY 4.0 for the Zenodo datasets' files, MIT for the one record file taken from a repository under MIT. */
+static const char ROW_LICENCE_CC_BY[] = "CC BY 4.0, Hongping Zhang, EcoCompute (doi:10.5281/zenodo.19647290, "
+                                        "doi:10.5281/zenodo.22037483)";
+static const char MIT_FILE[] = "ecocompute-ai_a800_summary.csv";
+static const char ROW_LICENCE_MIT[] = "MIT, Hongping Zhang, github.com/hongping-zh/ecocompute-ai";
 #define N_COLS (sizeof COLS / sizeof COLS[0])
 
 static void csv_text(FILE *out, const char *s)
@@ -64,11 +67,12 @@ eco_err eco_store_export_records(eco_store *s, const eco_record_filter *filter, 
              "r.precision, r.batch, r.e_fp16_mj, r.e_quant_mj, (r.e_quant_mj - r.e_fp16_mj) / r.e_fp16_mj * 100.0, "
              "r.e_fp16_sd_mj, r.e_quant_sd_mj, r.cv_pct, r.n_trials, r.n_iterations, r.single_trial, r.tokens, "
              "r.basis, r.method, r.protocol, r.backend, r.synthetic_weights, r.flags, q.ppl_fp16, q.ppl_quant, "
-             "coalesce(q.corpus, ''), r.note, CASE WHEN r.origin = 'reference' THEN '%s' ELSE NULL END "
+             "coalesce(q.corpus, ''), r.note, CASE WHEN r.origin <> 'reference' THEN NULL WHEN r.source_file = '%s' "
+             "THEN '%s' ELSE '%s' END "
              "FROM (SELECT * FROM records%s) r "
              "LEFT JOIN quality q ON q.id = (SELECT min(id) FROM quality WHERE record_id = r.id) "
              "ORDER BY r.arch, r.precision, r.params_b, r.gpu, r.source_file, r.source_line, r.source, r.model, r.batch",
-             ROW_LICENCE, where);
+             MIT_FILE, ROW_LICENCE_MIT, ROW_LICENCE_CC_BY, where);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return store_db_fail(s, "exporting records");
     store_filter_bind(st, filter, 1);

@@ -432,8 +432,9 @@ size_t store_filter_sql(const eco_record_filter *f, char *where, size_t cap)
     size_t n = 0, w = 0;
     where[0] = '\0';
     if (!f) return 0;
-    /* gpu and model in any case, and a card also by its NVML name ("H200" finds "NVIDIA H200"), as the API's
-     * /v1/measurements matches them: a filter that silently finds nothing reads as "no data" */
+    /* gpu and model in any case, and a card also by its NVML name ("H200" finds "NVIDIA H200"): a filter that
+     * silently finds nothing reads as "no data". Narrower than /v1/measurements, which also resolves a card's other
+     * names and a model's HF id through the hardware table and presets (eco_gpu_exact, eco_preset_find). */
     const struct { const char *v, *test; } cols[] = {
         {f->arch, "arch = ?"}, {f->precision, "precision = ?"},
         {f->gpu, "(gpu = ? COLLATE NOCASE OR gpu = 'NVIDIA ' || ? COLLATE NOCASE)"}, {f->protocol, "protocol = ?"},

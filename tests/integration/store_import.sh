@@ -54,6 +54,9 @@ if command -v python3 >/dev/null; then
 fi
 # every reference row carries its licence; gpu and model match in any case, a card also by its NVML name
 ! tail -n +2 "$T/ada_nf4.csv" | grep -v 'CC BY 4.0, Hongping Zhang' | grep -q . || fail "a reference row without its licence"
+# ... its own file's: the A800 summary's rows are MIT (data/reference/ATTRIBUTION.md)
+"$ECO_BIN" export --db "$T/eco.db" --source-file ecocompute-ai_a800_summary.csv > "$T/a800.csv"
+[ "$(tail -n +2 "$T/a800.csv" | grep -c '"MIT, Hongping Zhang')" -eq "$(( $(wc -l < "$T/a800.csv") - 1 ))" ] || fail "A800 summary rows: $(tail -n +2 "$T/a800.csv" | head -2)"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -eq "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'RTX 4090' | wc -l)" ] || fail "--gpu is case-sensitive"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -gt 1 ] || fail "--gpu 'rtx 4090' found nothing"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --model qwen2-7b | wc -l)" -gt 1 ] || fail "--model is case-sensitive"
