@@ -398,13 +398,32 @@ static json_t *handle_message(eco_mcp_server *srv, json_t *msg, bool *oom)
     return r;
 }
 
+/* How deep in objects and arrays byte `pos` of a JSON text lies (1: inside the top-level object), strings skipped:
+ * a duplicate "id" there leaves the request's id ambiguous; one deeper (in the arguments) does not. */
+static int nesting_at(const char *s, size_t len, size_t pos)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len && i < pos; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') in_string = true;
+        else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') depth--;
+    }
+    return depth;
+}
+
 eco_err eco_mcp_handle_line(eco_mcp_server *srv, const char *line, size_t len, json_t **response)
 {
     *response = NULL;
     srv->line_no++;
     json_error_t jerr;
     json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr); /* as eco validate does */
-    if (!msg && json_error_code(&jerr) == json_error_duplicate_key && !strstr(jerr.text, "'\"id\"'")) {
+    if (!msg && json_error_code(&jerr) == json_error_duplicate_key &&
+        !(strstr(jerr.text, "'\"id\"'") && nesting_at(line, len, (size_t)jerr.position) == 1)) {
         /* valid JSON all the same: answer the request's id, so a client waiting on it is not left hanging */
         json_t *dup = json_loadb(line, len, JSON_DECODE_ANY, NULL);
         const json_t *id = json_is_object(dup) ? json_object_get(dup, "id") : NULL;

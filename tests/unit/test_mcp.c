@@ -194,6 +194,9 @@ static void test_parse_and_envelope_errors(void **state)
         /* another duplicate key: valid JSON all the same, answered with its id */
         {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_gpus\",\"name\":\"x\"}}",
          ECO_JSONRPC_INVALID_REQUEST, false},
+        /* a duplicate "id" inside the arguments leaves the request's own id clear */
+        {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"id\":1,\"id\":2}}}",
+         ECO_JSONRPC_INVALID_REQUEST, false},
         {"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"list_gpus\",\"arguments\":null}}",
          ECO_JSONRPC_INVALID_PARAMS, false},
         {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", ECO_JSONRPC_INVALID_REQUEST, true},
