@@ -34,5 +34,7 @@ const char *eco_err_name(eco_err code); /* "EINVAL", ... */
 /* Drops a UTF-8 sequence cut short at the end of s (a formatted message that hit its buffer's end), so the text
  * stays valid UTF-8: a JSON encoder refuses it otherwise, and the message would vanish. */
 void eco_utf8_cut_partial(char *s);
+/* Characters (code points) in `bytes` bytes of valid UTF-8, as JSON Schema's maxLength counts them. */
+size_t eco_utf8_chars(const char *s, size_t bytes);
 
 #endif

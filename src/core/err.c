@@ -88,3 +88,10 @@ void eco_utf8_cut_partial(char *s)
     size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
     if (n - (lead - 1) < want) s[lead - 1] = '\0';
 }
+
+size_t eco_utf8_chars(const char *s, size_t bytes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80; /* bytes that start one */
+    return n;
+}

@@ -480,18 +480,19 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
         double kv_fp16 = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
         double kv_quant = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
-        double quant_top = 1;
+        double quant_top = 1; /* the quantized top's own share, over what the fp16 top already carries */
         if (kv_fp16 > ECO_KV_SHARE_MEASURED) {
             e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
             e->e_fp16.hi_mj *= 1 + kv_fp16;
         }
-        if (kv_quant > ECO_KV_SHARE_MEASURED) quant_top = (1 + kv_quant) / (kv_fp16 > ECO_KV_SHARE_MEASURED ? 1 + kv_fp16 : 1);
-        if (kv_quant > ECO_KV_SHARE_MEASURED)
+        if (kv_quant > ECO_KV_SHARE_MEASURED) {
+            quant_top = (1 + kv_quant) / (kv_fp16 > ECO_KV_SHARE_MEASURED ? 1 + kv_fp16 : 1);
             note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a %s step reads (%.0f%% in fp16), beyond the "
                     "short-context (<= %d positions) measurements: absolute energy %s estimated, its range's top raised by "
                     "that share (ΔE is a short-context figure too)",
                  q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_fp16,
                  ECO_MEASURED_CTX, kv_fp16 > ECO_KV_SHARE_MEASURED ? "is" : "of the quantized model is");
+        }
         e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
         e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
         e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100) * quant_top;

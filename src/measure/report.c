@@ -13,7 +13,7 @@
 /* A document's string as Markdown text, for the report is Markdown and the document anyone's: one line, with the
  * characters that would make markup (a heading, a table cell, emphasis, a link, HTML) escaped ('_', '>' and a
  * '<' that opens no tag are left: inside a line, as in sw_power_cap or ">= 64M", they make no markup). code: for inside a
- * code span, where escapes are not read, so only the backtick and line breaks are replaced. The copies live until
+ * code span, where escapes are not read, so only the backtick, '|' and line breaks are handled. The copies live until
  * the report is written (md_free_all): a report holds some in variables across many others. */
 static _Thread_local struct { char **v; size_t n, cap; } md_copies;
 

@@ -100,14 +100,6 @@ static eco_err check_unknown(const json_t *params, const pspec *spec, size_t n)
     return eco_fail_field(ECO_EINVAL, first, "unknown parameter%s %s (accepted: %s)", strchr(unknown, ',') ? "s" : "", unknown, known);
 }
 
-/* Characters (code points) of valid UTF-8, as the schemas' maxLength counts them: bytes that start one. */
-static size_t utf8_chars(const char *s, size_t bytes)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < bytes; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return n;
-}
-
 static eco_err parse_params(const json_t *params, eco_params_origin origin, const pspec *spec, size_t n, pval *out)
 {
     memset(out, 0, n * sizeof *out);
@@ -124,7 +116,7 @@ static eco_err parse_params(const json_t *params, eco_params_origin origin, cons
             if (!json_is_string(v)) return eco_fail_field(ECO_EINVAL, name, "%s must be a string", name);
             out[i].s = json_string_value(v);
             if (!*out[i].s) return eco_fail_field(ECO_EINVAL, name, "%s is empty", name);
-            if (utf8_chars(out[i].s, json_string_length(v)) > 200) return eco_fail_field(ECO_EINVAL, name, "%s is longer than 200 characters", name);
+            if (eco_utf8_chars(out[i].s, json_string_length(v)) > 200) return eco_fail_field(ECO_EINVAL, name, "%s is longer than 200 characters", name);
             continue;
         }
         double d;

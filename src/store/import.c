@@ -281,11 +281,12 @@ static eco_err load_manifest(const char *path, manifest_entry **out, size_t *cou
         snprintf(m->note, sizeof m->note, "%s", row.fields[idx[k++]]);
         snprintf(m->corpus, sizeof m->corpus, "%s", row.fields[idx[k++]]);
         if (!kind_is_known(m->kind)) { /* a typo must not drop a whole file without a word */
-            char known[400];
+            char known[400] = "";
             size_t at = 0;
             for (size_t i = 0; i < sizeof imported_kinds / sizeof imported_kinds[0]; i++)
                 at += (size_t)snprintf(known + at, sizeof known - at, "%s, ", imported_kinds[i]);
-            snprintf(known + at, sizeof known - at, "%s, %s", listed_kinds[0], listed_kinds[1]);
+            for (size_t i = 0; i < sizeof listed_kinds / sizeof listed_kinds[0]; i++)
+                at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", listed_kinds[i]);
             e = eco_fail(ECO_EFORMAT, "%s:%zu: unknown kind '%s' for %s (known: %s)", path, row.line, m->kind, m->file, known);
             goto done;
         }
@@ -373,28 +374,17 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
  * records and links mirror the files; quality, batch and phase rows of removed lines stay. */
 static eco_err remove_stale_rows(ctx *x)
 {
+    char links[320];
+    snprintf(links, sizeof links, "DELETE FROM import_links WHERE import_id <> %lld AND EXISTS (SELECT 1 FROM "
+             "temp.import_read r WHERE substr(import_links.source, 1, length(r.file) + 1) = r.file || ':')", (long long)x->import_id);
     eco_err e = store_exec(x->s, "BEGIN IMMEDIATE");
-    if (e) return e;
-    sqlite3_stmt *st = store_stmt(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file IN "
-                                        "(SELECT file FROM temp.import_read) AND id NOT IN (SELECT id FROM temp.import_touched)");
-    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
-    if (st) sqlite3_reset(st);
-    if (rc == SQLITE_DONE) {
-        x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
-        st = store_stmt(x->s, "DELETE FROM import_links WHERE import_id <> ? AND EXISTS (SELECT 1 FROM temp.import_read r "
-                              "WHERE substr(import_links.source, 1, length(r.file) + 1) = r.file || ':')");
-        if (st) {
-            sqlite3_bind_int64(st, 1, x->import_id);
-            rc = sqlite3_step(st);
-            sqlite3_reset(st);
-        } else rc = SQLITE_ERROR;
-    }
-    if (rc != SQLITE_DONE || (e = store_exec(x->s, "COMMIT"))) {
-        e = e ? e : st ? store_db_fail(x->s, "removing rows the files no longer hold") : eco_last_error_code();
-        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
-        return e;
-    }
-    return ECO_OK;
+    if (!e) e = store_exec(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file IN (SELECT file FROM "
+                                 "temp.import_read) AND id NOT IN (SELECT id FROM temp.import_touched)");
+    if (!e) x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
+    if (!e) e = store_exec(x->s, links);
+    if (!e) e = store_exec(x->s, "COMMIT");
+    if (e) sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+    return e;
 }
 
 static eco_err session_from_entry(ctx *x, const manifest_entry *m, const char *gpu, const char *arch,
@@ -1433,7 +1423,6 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
     eco_csv *c = NULL;
     if ((e = eco_csv_open(data, len, m->file, &c))) { free(data); return e; }
     if ((e = store_exec(x->s, "BEGIN IMMEDIATE"))) { eco_csv_close(c); free(data); return e; }
-
     eco_csv_row first;
     bool eof;
     header h = {0};

@@ -73,6 +73,9 @@ export function nBadge(n) {
   return el('span', { class: 'badge outline', title: n < 2 ? 'single trial: no between-trial spread known' : 'independent trials' }, `n=${n}`);
 }
 
+// The curve an estimate was read from: a proxy's (nf4 for nf4-dq, say) where its own precision has none there.
+export const curvePrecision = (est) => est.proxy?.precision || est.input.precision;
+
 export function readHash() {
   return Object.fromEntries(new URLSearchParams(location.hash.replace(/^#/, '')));
 }

@@ -1,6 +1,6 @@
 // Your model: the form's values go to eco.wasm's estimator and optimizer (the C code behind /v1/estimate and
 // /v1/optimize); the answer is shown with its label, n, range and notes. Inputs are mirrored in the URL hash.
-import { getEco, el, fmtPct, fmtNum, fmtB, signClass, badge, nBadge, readHash, writeHash, copyText, showError } from './common.js';
+import { getEco, el, fmtPct, fmtNum, fmtB, signClass, badge, nBadge, readHash, writeHash, copyText, showError, curvePrecision } from './common.js';
 import { curveChart, chartLegend } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
@@ -24,9 +24,6 @@ function energyRow(name, v) {
   return [el('dt', {}, name), el('dd', {}, `${fmtNum(v.value, 4)} mJ/token (95%: ${fmtNum(v.range95[0], 4)} – ${fmtNum(v.range95[1], 4)}) `, badge(v.label),
     el('div', { class: 'hint' }, v.basis))];
 }
-
-// The curve an answer was read from: a proxy's (nf4 for nf4-dq, say) where its own precision has none there.
-const curvePrecision = (r) => r.proxy?.precision || r.input.precision;
 
 function clearChart() {
   $('chart').replaceChildren();
@@ -139,28 +136,26 @@ async function main() {
   $('precision').value = 'nf4';
   // a permalink sets every field: one it leaves out takes its default, not the value the page last had
   const defaults = Object.fromEntries(FIELDS.map((f) => [f, $(f).value]));
-  const h = readHash();
-  for (const f of FIELDS) if (h[f] !== undefined) setField(f, h[f]);
   const syncPreset = () => {
     const m = info.models.find((x) => x.name === $('model').value);
     if (m) { $('params').value = +m.params_b.toPrecision(6); $('params').dataset.preset = $('params').value; } else delete $('params').dataset.preset;
   };
-  if (h.model && !h.params) syncPreset();
-  else if (h.model) { const m = info.models.find((x) => x.name === h.model); if (m) $('params').dataset.preset = String(+m.params_b.toPrecision(6)); }
+  // the link's fields, on opening and when one is pasted into the open page
+  const applyHash = () => {
+    const h = readHash();
+    for (const f of FIELDS) setField(f, h[f] ?? defaults[f]);
+    if (h.model && !h.params) syncPreset();
+    else if (h.model) { const m = info.models.find((x) => x.name === h.model); if (m) $('params').dataset.preset = String(+m.params_b.toPrecision(6)); }
+    else delete $('params').dataset.preset;
+  };
+  applyHash();
   $('model').addEventListener('change', () => { syncPreset(); run(); });
   $('params').addEventListener('input', () => { if ($('params').value !== $('params').dataset.preset) $('model').value = ''; });
   $('form').addEventListener('submit', (ev) => { ev.preventDefault(); run(); });
   for (const f of ['gpu', 'precision', 'objective']) $(f).addEventListener('change', run);
   $('permalink').addEventListener('click', () => copyText(location.href, $('copy-status')));
   // a pasted or edited permalink on the open page (replaceState in run() does not fire this)
-  window.addEventListener('hashchange', () => {
-    const s = readHash();
-    for (const f of FIELDS) setField(f, s[f] ?? defaults[f]);
-    if (s.model && !s.params) syncPreset();
-    else if (s.model) { const m = info.models.find((x) => x.name === s.model); if (m) $('params').dataset.preset = String(+m.params_b.toPrecision(6)); }
-    else delete $('params').dataset.preset;
-    run();
-  });
+  window.addEventListener('hashchange', () => { applyHash(); run(); });
   run();
   document.body.dataset.ready = '1';
 }

@@ -3,13 +3,13 @@
 // curve of its architecture (eco.wasm) with a verdict: inside or outside the estimator's 95% band.
 // Nothing is sent anywhere unless the user presses Submit, and only to this site's own API.
 /* global ajv2020 */
-import { getEco, fetchJson, el, fmtPct, fmtB, signClass, badge } from './common.js';
+import { getEco, fetchJson, el, fmtPct, fmtB, signClass, badge, curvePrecision } from './common.js';
 import { curveChart, chartLegend } from './chart.js';
 import { normalizeAjvErrors } from './schema-errors.js';
 import { energyConsistency } from './energy-check.js';
 
 const $ = (id) => document.getElementById(id);
-let eco, validate, lastDoc = null, lastText = null, submitPath = null;
+let eco, validate, presets = {}, lastDoc = null, lastText = null, submitPath = null;
 // The file last chosen or dropped: its bytes as they are (a BOM, CRLF), sent when the box still shows it, since the
 // text area normalizes line ends and the server knows a stored document by its bytes' SHA-256.
 let loadedFile = null;
@@ -21,6 +21,10 @@ async function setup() {
   const [e, schema] = await Promise.all([getEco(), fetchJson('gen/energy.schema.json')]);
   eco = e;
   validate = new ajv2020.default({ allErrors: true, strict: false }).compile(schema);
+  // the presets' sizes for the consistency check, by every name eco_preset_find takes: the preset's, its HF id and
+  // the id's short name, in any case
+  presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
+    [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
   // Submitting needs an API route that accepts replications; look for one in the OpenAPI document.
   try {
     const api = await fetchJson('openapi.json');
@@ -65,9 +69,6 @@ function show(doc, text) {
   reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
-  // by every name eco_preset_find takes: the preset's, its HF id and the id's short name, in any case
-  const presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
-    [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
   const errs = ok ? energyConsistency(doc, presets) : normalizeAjvErrors(validate.errors);
   if (errs.length) {
     const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
@@ -103,7 +104,7 @@ function show(doc, text) {
     else {
       verdict = el('span', { class: `verdict ${v.inside ? 'save' : 'cost'}`, 'data-verdict': v.inside ? 'inside' : 'outside' },
         v.inside ? 'inside the 95% range: consistent with the curve' : `outside the 95% range by ${v.by.toFixed(1)} points`);
-      if (!first) first = { c, v, curvePrecision: v.est.proxy?.precision || c.precision };
+      if (!first) first = { c, v };
       if (first.c.precision === c.precision) overlay.push({ x: w.params_b, y: c.delta_pct, lo: c.ci95_pct?.[0], hi: c.ci95_pct?.[1] });
     }
     rows.push(el('tr', { 'data-precision': c.precision },
@@ -120,7 +121,7 @@ function show(doc, text) {
       el('tbody', {}, ...rows))));
   if (first) {
     // the curve the estimate used: a proxy's (e.g. nf4 for nf4-dq) where the precision has none of its own
-    const arch = first.v.est.arch_used, prec = first.curvePrecision;
+    const arch = first.v.est.arch_used, prec = curvePrecision(first.v.est);
     curveChart($('chart'), eco, {
       arch, precision: prec,
       anchors: (eco.curvesDoc.curves.find((x) => x.arch === arch && x.precision === prec)?.anchors || [])

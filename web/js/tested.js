@@ -12,6 +12,8 @@ const COLS = [
 
 const state = { arch: '', prec: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
 const STATE_DEFAULTS = { ...state }; // a permalink's missing key takes this, not the page's last value
+// with no architecture asked: the RTX 5090 NF4 curve, where a 3B model still pays and 7B saves (one click from the flip)
+const DEFAULT_VIEW = { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' };
 let eco, rows = [], curves = [];
 
 function curveKey(c) { return `${c.arch}/${c.precision}`; }
@@ -105,8 +107,7 @@ function drawTable() {
 
 async function main() {
   Object.assign(state, readHash());
-  // default: the RTX 5090 NF4 curve, where a 3B model still pays and 7B saves (one click from the flip)
-  if (!state.arch) Object.assign(state, { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' });
+  if (!state.arch) Object.assign(state, DEFAULT_VIEW);
   try {
     eco = await getEco();
     curves = eco.curvesDoc.curves;
@@ -123,7 +124,7 @@ async function main() {
   $('permalink').addEventListener('click', () => copyText(location.href, $('copy-status')));
   window.addEventListener('hashchange', () => {
     Object.assign(state, STATE_DEFAULTS, readHash());
-    if (!state.arch) Object.assign(state, { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' });
+    if (!state.arch) Object.assign(state, DEFAULT_VIEW);
     $('all-archs').checked = !!state.all;
     sync();
   });

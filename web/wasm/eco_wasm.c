@@ -296,9 +296,7 @@ static bool present(int slot) { return g_str[slot][0] != '\0'; }
 
 static eco_err check_string(int slot, const char *name)
 {
-    size_t chars = 0; /* characters, as the API's maxLength counts them: bytes that start one */
-    for (const char *p = g_str[slot]; *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
-    if (chars > STRING_MAX)
+    if (eco_utf8_chars(g_str[slot], strnlen(g_str[slot], WASM_STR_CAP)) > STRING_MAX) /* as the API counts them */
         return eco_fail_field(ECO_EINVAL, name, "%s is longer than %d characters", name, STRING_MAX);
     return ECO_OK;
 }

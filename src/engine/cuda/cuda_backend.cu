@@ -1240,15 +1240,16 @@ eco_err interleave_pairs(State *s, Linear &l)
     return ECO_OK;
 }
 
-// A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
-// row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
-// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
 // Whether a linear of this role may take the tensor-core matvec (its format and size decide the rest).
 bool may_tile_role(const State *s, const Linear &l, unsigned role)
 {
     unsigned roles = s->mma_roles & (l.d.format == ECO_PREC_FP16 && s->mma_fp16_auto ? kFp16AutoRoles : kMmaRolesAll);
     return (roles & role) != 0;
 }
+
+// A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
+// row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
+// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
 
 eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
 {
