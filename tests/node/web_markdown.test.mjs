@@ -19,6 +19,9 @@ test('ordered lists keep their start and continuation lines; escapes and code sp
     '<ol start="3"><li><strong>measured</strong>: N* and more <code>a|b *c*</code></li><li>two</li></ol>');
   assert.equal(markdown('- one\n- two'), '<ul><li>one</li><li>two</li></ul>');
   assert.equal(markdown('<script>x</script> \\<b\\>'), '<p>&lt;script&gt;x&lt;/script&gt; &lt;b&gt;</p>');
+  // an escaped backtick is a literal one and opens no span; a backslash inside a span is literal
+  assert.equal(markdown('a \\` b `c\\` d'), '<p>a ` b <code>c\\</code> d</p>');
+  assert.equal(markdown('\\`x\\` *y*'), '<p>`x` <em>y</em></p>');
 });
 
 test('docs/METHODOLOGY.md: every table row has its header\'s cell count, §3 is a list of five', () => {

@@ -103,12 +103,13 @@ export function showError(container, err) {
 // escaped first, so a document cannot inject markup.
 export function markdown(src) {
   const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  // code spans and backslash escapes (\| in a table cell, N\*) are set aside first, so emphasis and links skip them
+  // code spans and backslash escapes (\| in a table cell, N\*) are set aside first, so emphasis and links skip them;
+  // one left-to-right pass, so an escaped backtick opens no code span and a backslash inside a span stays literal
   const inline = (s) => {
     const kept = [];
     const keep = (html) => { kept.push(html); return `\u0000${kept.length - 1}\u0000`; };
-    s = s.replace(/`([^`]+)`/g, (_, c) => keep(`<code>${esc(c.replace(/\\\|/g, '|'))}</code>`))
-      .replace(/\\([\\`*_{}[\]()#+\-.!|<>])/g, (_, c) => keep(esc(c)));
+    s = s.replace(/\\([\\`*_{}[\]()#+\-.!|<>])|`([^`]+)`/g, (_, c, code) =>
+      keep(code === undefined ? esc(c) : `<code>${esc(code.replace(/\\\|/g, '|'))}</code>`));
     return esc(s)
       .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
       .replace(/(^|[^*])\*([^*]+)\*/g, '$1<em>$2</em>')
