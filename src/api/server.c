@@ -259,27 +259,28 @@ static const route_entry *find_route(const char *path)
     return NULL;
 }
 
-/* A query of empty segments only ("?", "?&&") names no parameter: accepted wherever none are taken, as the query
- * parser accepts empty segments between parameters. */
-static bool query_names_none(const char *query, size_t qlen)
+/* Where no query parameters are taken (a POST's go in its body; some routes take none): a query that names one is
+ * answered 400, a malformed one as the parser says, and *answered is set. A query of empty segments only ("?",
+ * "?&&") names none and is let through, as the parser accepts empty segments between parameters. One parse. */
+static enum MHD_Result refuse_named_query(struct MHD_Connection *con, request *rq, const char *query, size_t qlen,
+                                          bool is_post, bool *answered)
 {
     json_t *params = NULL;
-    bool none = !eco_api_parse_query(query, qlen, &params) && !json_object_size(params);
-    json_decref(params);
-    eco_clear_error();
-    return none;
-}
-
-/* Routes that take no parameters still reject unknown ones, so typos are not silently ignored. */
-static enum MHD_Result reject_query(struct MHD_Connection *con, request *rq, const char *query, size_t qlen)
-{
-    json_t *params;
     eco_err err = eco_api_parse_query(query, qlen, &params);
+    *answered = true;
     if (err) return send_service_error(con, rq, err);
     const char *name = json_object_iter_key(json_object_iter(params));
+    if (!name) {
+        *answered = false;
+        json_decref(params);
+        return MHD_YES;
+    }
     char detail[256];
-    snprintf(detail, sizeof detail, "unknown parameter '%.100s': %s takes no parameters", name ? name : "",
-             api_route_name(rq->route));
+    if (is_post)
+        snprintf(detail, sizeof detail, "POST takes its parameters in the JSON body, not the query ('%.100s')", name);
+    else
+        snprintf(detail, sizeof detail, "unknown parameter '%.100s': %s takes no parameters", name,
+                 api_route_name(rq->route));
     enum MHD_Result ret = send_problem(con, rq, 400, "urn:ecocompute:problem:invalid-parameter", detail, name, NULL);
     json_decref(params);
     return ret;
@@ -396,23 +397,19 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
 
     json_t *params = NULL, *result = NULL;
     eco_err err = ECO_OK;
+    bool answered = false;
     if (is_post) {
-        if (qlen && !query_names_none(query, qlen)) {
-            json_t *qp = NULL;
-            if (eco_api_parse_query(query, qlen, &qp)) return send_service_error(con, rq, eco_last_error_code());
-            const char *name = json_object_iter_key(json_object_iter(qp));
-            char detail[200];
-            snprintf(detail, sizeof detail, "POST takes its parameters in the JSON body, not the query ('%.100s')", name ? name : "");
-            enum MHD_Result ret = send_problem(con, rq, 400, "urn:ecocompute:problem:invalid-parameter", detail, name, NULL);
-            json_decref(qp);
-            return ret;
+        if (qlen) {
+            enum MHD_Result ret = refuse_named_query(con, rq, query, qlen, true, &answered);
+            if (answered) return ret;
         }
         if (rq->route == ROUTE_REPLICATIONS) return submit_replication(api, con, rq);
         err = eco_api_parse_body(rq->body ? rq->body : "", rq->body_len, &params);
     } else if (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_MEASUREMENTS) {
         err = eco_api_parse_query(query, qlen, &params);
-    } else if (qlen && !query_names_none(query, qlen) && rq->route != ROUTE_OPENAPI && rq->route != ROUTE_HEALTHZ && rq->route != ROUTE_METRICS) {
-        return reject_query(con, rq, query, qlen);
+    } else if (qlen && rq->route != ROUTE_OPENAPI && rq->route != ROUTE_HEALTHZ && rq->route != ROUTE_METRICS) {
+        enum MHD_Result ret = refuse_named_query(con, rq, query, qlen, false, &answered);
+        if (answered) return ret;
     }
     if (err) return send_service_error(con, rq, err);
     eco_params_origin origin = is_post ? ECO_PARAMS_JSON : ECO_PARAMS_STRINGS;

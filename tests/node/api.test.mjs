@@ -278,7 +278,15 @@ test('a preflight on a path that does not normalize is 204 too; a query of empty
     const res = await fetch(server.base + p);
     assert.equal(res.status, 200, p);
   }
-  await assertProblem(await fetch(`${server.base}/v1/gpus?&x=1`), 400, 'x');
+  let p = await assertProblem(await fetch(`${server.base}/v1/gpus?&x=1`), 400, 'x');
+  assert.match(p.detail, /takes no parameters/);
+  await assertProblem(await fetch(`${server.base}/v1/gpus?%zz`), 400);
+  // a POST takes its parameters in the body: an empty query passes, a named one is refused
+  const post = (q) => fetch(`${server.base}/v1/estimate${q}`, { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'Qwen2.5-7B', gpu: 'RTX 4090', precision: 'nf4' }) });
+  assert.equal((await post('?&')).status, 200);
+  p = await assertProblem(await post('?gpu=A100'), 400, 'gpu');
+  assert.match(p.detail, /JSON body/);
 });
 
 test('HEAD gives the headers of GET without a body', async () => {
