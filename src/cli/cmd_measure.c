@@ -291,60 +291,56 @@ int eco_cmd_measure(int argc, char **argv)
     }
     eco_schema *schema;
     if (eco_schema_compile_file(schema_path, 0, &schema)) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); return 2; }
+    /* From here every exit goes through done: with rc set (2 for a usage error, 1 for a failure). */
+    int rc = 1;
+    eco_weights *w = NULL;
+    eco_nvml *meter = NULL;
+    int32_t *prompt = NULL, *qtokens = NULL;
+    eco_engine_workload *wl = NULL;
+    json_t *doc = NULL;
+    eco_measurement *m = NULL;
 
     /* Weights: a checkpoint directory, or synthetic weights of a preset's exact shapes. */
-    eco_weights *w = NULL;
     eco_err e;
     const eco_model_config *preset = a.model ? eco_preset_find(a.model) : NULL;
     eco_model_config given_cfg;
     if (a.config && eco_model_config_from_json(a.config, &given_cfg)) {
         fprintf(stderr, "eco measure: --config: %s\n", eco_last_error());
-        eco_schema_free(schema);
-        return 2;
+        rc = 2;
+        goto done;
     }
     if (a.weights_dir) e = eco_weights_open(a.weights_dir, a.config ? &given_cfg : NULL, &w);
     else if (!preset) {
         fprintf(stderr, "eco measure: unknown model preset '%s' (see `eco model list`%s)\n", a.model,
                 !strcmp(a.model, "tiny") ? "; the tiny test shape is measured from files: `eco model save tiny --out DIR`, then --weights DIR" : "");
-        eco_schema_free(schema);
-        return 2;
+        rc = 2;
+        goto done;
     } else e = eco_weights_synthetic(preset, a.weights_seed, &w);
     if (!e && o.n_configs > 1) e = eco_weights_cache(w, true); /* one generation/read for all precisions */
-    if (e) {
-        fprintf(stderr, "eco measure: %s\n", eco_last_error());
-        eco_weights_free(w);
-        eco_schema_free(schema);
-        return 1;
-    }
+    if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
     const eco_model_config *cfg = eco_weights_config(w);
     if (a.prompt_tokens + o.tokens > cfg->max_pos || a.quality_tokens > cfg->max_pos) {
         fprintf(stderr, "eco measure: %s takes %d positions (max_position_embeddings): --prompt-tokens %d + --tokens %d, "
                         "and --quality-tokens %d, must each fit\n", cfg->name, cfg->max_pos, a.prompt_tokens, o.tokens, a.quality_tokens);
-        eco_weights_free(w);
-        eco_schema_free(schema);
-        return 2;
+        rc = 2;
+        goto done;
     }
     char ck_sha[65] = "", model_name[256];
     if (a.weights_dir && (e = eco_checkpoint_sha256(a.weights_dir, o.quiet, ck_sha))) {
         fprintf(stderr, "eco measure: %s\n", eco_last_error());
-        eco_weights_free(w);
-        eco_schema_free(schema);
-        return 1;
+        goto done;
     }
     if (a.model) snprintf(model_name, sizeof model_name, "%.255s", preset ? preset->hf_id : a.model);
     else eco_checkpoint_name(a.weights_dir, cfg->hf_id, model_name, sizeof model_name);
 
     /* The meter before the engines: a missing counter is a clear error unless energy is not asked for. */
-    eco_nvml *meter = NULL;
     eco_gpu_card card;
     const char *gpu_arch = NULL, *reason = NULL;
     char reason_buf[512];
     if (use_nvml) {
         if ((e = eco_nvml_open((unsigned)a.gpu_index, &meter))) {
             fprintf(stderr, "eco measure: %s\n", eco_last_error());
-            eco_weights_free(w);
-            eco_schema_free(schema);
-            return 1;
+            goto done;
         }
         eco_nvml_card(meter, &card);
         if (eco_arch_from_gpu_name(card.name, &gpu_arch)) gpu_arch = NULL;
@@ -363,25 +359,18 @@ int eco_cmd_measure(int argc, char **argv)
     eo.max_seq = a.prompt_tokens + o.tokens + a.quality_tokens + 8;
     if (eo.max_seq > cfg->max_pos) eo.max_seq = cfg->max_pos;
 
-    int32_t *prompt = NULL, *qtokens = NULL;
     int n_quality = 0;
     char quality_name[256];
     int made = make_tokens(&a, cfg, &prompt, &qtokens, &n_quality, quality_name, sizeof quality_name);
     if (made != 1) {
         if (!made) fprintf(stderr, "eco measure: out of memory\n");
-        eco_nvml_close(meter);
-        eco_weights_free(w);
-        eco_schema_free(schema);
-        return made ? 2 : 1;
+        rc = made ? 2 : 1;
+        goto done;
     }
     if (!o.quiet) fprintf(stderr, "[load] %s on %s: %d precisions\n", cfg->name[0] ? cfg->name : a.model, a.backend, o.n_configs);
-    eco_engine_workload *wl = NULL;
     time_t started = time(NULL);
     e = eco_engine_workload_create(a.backend, w, &eo, o.precisions, o.n_configs, prompt, a.prompt_tokens, o.tokens, &wl);
     if (!e && n_quality >= 2) e = eco_engine_workload_set_quality_tokens(wl, qtokens, n_quality, quality_name);
-    int rc = 1;
-    json_t *doc = NULL;
-    eco_measurement *m = NULL;
     if (e) { fprintf(stderr, "eco measure: %s\n", eco_last_error()); goto done; }
     {
         /* --iterations: at least that many generations in every window. */

@@ -368,10 +368,10 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
 }
 
 /* After every file: the stored rows of a file read to its end that no row of it gave again are gone from it (an
- * edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both; links
- * from its lines that this import did not make again go too. Once for the whole import, after the files that
- * link to others' rows were read (a link made earlier must not lose its row to a later file's removal). Only the
- * records and links mirror the files; quality, batch and phase rows of removed lines stay. */
+ * edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both; links,
+ * quality, batch and phase rows from its lines that this import did not give again go too. Once for the whole
+ * import, after the files that link to others' rows were read (a link made earlier must not lose its row to a
+ * later file's removal). */
 static eco_err remove_stale_rows(ctx *x)
 {
     char links[320];
@@ -382,6 +382,15 @@ static eco_err remove_stale_rows(ctx *x)
                                  "temp.import_read) AND id NOT IN (SELECT id FROM temp.import_touched)");
     if (!e) x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
     if (!e) e = store_exec(x->s, links);
+    static const char *const keyed_by_line[] = {"quality", "batch_rows", "phase_rows"};
+    for (size_t i = 0; i < sizeof keyed_by_line / sizeof keyed_by_line[0] && !e; i++) {
+        char sql[320];
+        snprintf(sql, sizeof sql, "DELETE FROM %s AS t WHERE source NOT IN (SELECT source FROM temp.import_sources) AND "
+                 "EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(t.source, 1, length(r.file) + 1) = r.file || ':')",
+                 keyed_by_line[i]);
+        e = store_exec(x->s, sql);
+        if (!e) x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
+    }
     if (!e) e = store_exec(x->s, "COMMIT");
     if (e) sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
     return e;
@@ -422,7 +431,13 @@ static eco_err keyed_state(ctx *x, const char *select_sql, const char *source, c
         *st_out = STORE_INSERTED;
     }
     sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "looking up a row");
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_fail(x->s, "looking up a row");
+    /* this file still holds the line: its row is not stale (remove_stale_rows) */
+    if (!(st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_sources (source) VALUES (?)"))) return eco_last_error_code();
+    store_bind_text(st, 1, source, false);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "marking a row");
 }
 
 static eco_err put_quality(ctx *x, const char *source, int64_t record_id, const char *gpu, const char *model,
@@ -1273,8 +1288,12 @@ static eco_err import_batch_summary(ctx *x, const manifest_entry *m, eco_csv *c,
     }
     if (c_e < 0) return eco_fail(ECO_EFORMAT, "%s: no energy_per_1k_tokens_j mean column", x->file);
     if ((e = batch_session(x, m))) return e;
+    /* raw rows of a file this import re-read count only where it gave them again: the stale ones of its earlier
+     * lines are removed at the end (remove_stale_rows) */
     static const char raw_sql[] = "SELECT count(*), avg(e_mj) FROM batch_rows WHERE session = ? AND stat = 'raw' "
-                                  "AND batch = ? AND model = ?";
+                                  "AND batch = ? AND model = ? AND (source IN (SELECT source FROM temp.import_sources) OR "
+                                  "NOT EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(batch_rows.source, 1, "
+                                  "length(r.file) + 1) = r.file || ':'))";
     for (;;) {
         e = eco_csv_next(c, &row, &eof);
         if (eof) return ECO_OK;
@@ -1536,7 +1555,8 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
     /* the rows this import stored or confirmed, and the files it read to their end (remove_stale_rows) */
     e = store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS import_touched (id INTEGER PRIMARY KEY);"
                       "CREATE TEMP TABLE IF NOT EXISTS import_read (file TEXT PRIMARY KEY);"
-                      "DELETE FROM temp.import_touched; DELETE FROM temp.import_read");
+                      "CREATE TEMP TABLE IF NOT EXISTS import_sources (source TEXT PRIMARY KEY);"
+                      "DELETE FROM temp.import_touched; DELETE FROM temp.import_read; DELETE FROM temp.import_sources");
     eco_err file_err = ECO_OK;
     manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
     if (!group && !e) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");

@@ -39,6 +39,21 @@ cut -d, -f2- "$T/before.csv" | cmp -s - "$T/after.csv" || fail "records differ a
 "$ECO_BIN" fit --db "$T/eco.db" --out "$T/after.json" --quiet
 cmp -s "$T/before.json" "$T/after.json" || fail "curves differ after the round trip"
 
+# 2c. quality, batch and phase rows mirror their files too: a last line dropped from each is gone from the store,
+# and reading the originals again restores the same rows (ids aside)
+side_rows() { for t in quality batch_rows phase_rows; do sqlite3 "$T/eco.db" "SELECT source, gpu, model, precision FROM $t"; done | LC_ALL=C sort; }
+side_rows > "$T/side_before.txt"
+cp -r "$REF" "$T/cut"
+for f in ecocompute-ai_ppl_yi1.5_6b_wikitext2_20260224.csv rtxpro6000_fp16_e2e_runs_20260608.csv rtxpro6000_phase_summary_20260603.csv; do
+  sed -i '$d' "$T/cut/$f"
+done
+"$ECO_BIN" import --db "$T/eco.db" "$T/cut" > "$T/cut.out" || fail "the cut folder exited $?"
+grep -qx 'removed: 3 stored row(s) the re-read files no longer hold' "$T/cut.out" || fail "cut: $(cat "$T/cut.out")"
+side_rows | diff "$T/side_before.txt" - | grep '^[<>]' > "$T/side_diff.txt" || true
+[ "$(grep -c '^<' "$T/side_diff.txt")" -eq 3 ] && ! grep -q '^>' "$T/side_diff.txt" || fail "after the cut: $(cat "$T/side_diff.txt")"
+"$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > /dev/null || fail "re-import of the original exited $?"
+side_rows | cmp -s "$T/side_before.txt" - || fail "quality/batch/phase rows differ after the round trip"
+
 # 3. export: CSV filtered, JSON
 "$ECO_BIN" export --db "$T/eco.db" --format csv --arch ada --precision nf4 > "$T/ada_nf4.csv"
 [ "$(wc -l < "$T/ada_nf4.csv")" -eq 15 ] || fail "ada nf4 export has $(wc -l < "$T/ada_nf4.csv") lines, want 15"
