@@ -20,7 +20,8 @@
 #define MJ_PER_TOKEN_MIN 1e-2
 /* the per-window samples average to the gross figure (a writer may round each: 0.5% and 0.01 mJ) */
 #define SAMPLES_SLACK 0.005
-/* mean power against energy x speed: the same windows, so within half of it either way */
+/* mean power against energy x speed: the same windows, so within half of it either way of the bounds that the
+ * prefill's share allows */
 #define POWER_FACTOR 1.5
 /* the spread figures against the samples' own (n - 1) SD: 1% and 0.01 of the unit for a writer's rounding */
 #define SPREAD_SLACK 0.01
@@ -49,6 +50,21 @@ static const json_t *result_of(const json_t *doc, const char *precision, size_t 
         }
     }
     return NULL;
+}
+
+/* The share of a precision's window time spent decoding (the windows' decode_s over their seconds), 1 where the
+ * document keeps no windows: the mean power covers the whole window, the decode figures only its decode part. */
+static double decode_time_share(const json_t *doc, const char *precision)
+{
+    size_t i;
+    json_t *w;
+    double decode = 0, total = 0, d, t;
+    json_array_foreach(json_object_get(doc, "windows"), i, w) {
+        const char *p = str(w, "precision");
+        if (p && precision && !strcmp(p, precision) && number(w, "decode_s", &d) && number(w, "seconds", &t) && d > 0 && t > 0)
+            decode += d, total += t;
+    }
+    return total > 0 && decode < total ? decode / total : 1.0;
 }
 
 #define ADD(path, ...) ok &= eco_schema_errors_add(errs, path, "consistency", __VA_ARGS__)
@@ -117,10 +133,13 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
             ADD(at, "n %g from %g blocks (one sample a block)", n, blocks);
         }
         if (has_gross && number(r, "mean_power_w", &power) && number(r, "tokens_per_s", &tps) && tps > 0) {
-            double implied = gross * 1e-3 * tps;
-            if (!(power <= implied * POWER_FACTOR && power >= implied / POWER_FACTOR)) {
+            /* the window's power lies between the decode's alone (diluted by the prefill's time) and all of the
+             * window's energy (prefill included where given) over the decode time */
+            double with_prefill, lo = gross * 1e-3 * tps * decode_time_share(doc, p) / POWER_FACTOR;
+            double hi = (number(r, "e2e_mj_per_token_gross", &with_prefill) && with_prefill > gross ? with_prefill : gross) * 1e-3 * tps * POWER_FACTOR;
+            if (!(power <= hi && power >= lo)) {
                 snprintf(at, sizeof at, "/results/%zu/mean_power_w", i);
-                ADD(at, "%g W against %g mJ a token at %g tokens/s (%g W)", power, gross, tps, implied);
+                ADD(at, "%g W against %g mJ a token at %g tokens/s (%g..%g W)", power, gross, tps, lo, hi);
             }
         }
         const json_t *ci = json_object_get(r, "ci95_mj");

@@ -12,6 +12,17 @@ const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
+// The share of a precision's window time spent decoding (decode_s over seconds), 1 where no windows are kept.
+function decodeTimeShare(doc, precision) {
+  let decode = 0, total = 0;
+  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
+    if (!w || w.precision !== precision) continue;
+    const d = num(w.decode_s), t = num(w.seconds);
+    if (d !== undefined && t !== undefined && d > 0 && t > 0) { decode += d; total += t; }
+  }
+  return total > 0 && decode < total ? decode / total : 1;
+}
+
 // presets: optional { lower-case name: params_b } (eco.wasm's model list, by name, HF id and short id, as
 // eco_preset_find matches them) for the weights.preset size check.
 export function energyConsistency(doc, presets = {}) {
@@ -56,9 +67,12 @@ export function energyConsistency(doc, presets = {}) {
       add(`/results/${i}/n`, `n ${r.n} from ${blocksDone} blocks (one sample a block)`);
     const power = num(r.mean_power_w), tps = num(r.tokens_per_s);
     if (gross !== undefined && power !== undefined && tps !== undefined && tps > 0) {
-      const implied = gross * 1e-3 * tps;
-      if (!(power <= implied * POWER_FACTOR && power >= implied / POWER_FACTOR))
-        add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${implied} W)`);
+      // the window's power lies between the decode's alone (diluted by the prefill's time) and all of the window's
+      // energy (prefill included where given) over the decode time
+      const lo = (gross * 1e-3 * tps * decodeTimeShare(doc, r.precision)) / POWER_FACTOR;
+      const hi = (e2e !== undefined && e2e > gross ? e2e : gross) * 1e-3 * tps * POWER_FACTOR;
+      if (!(power <= hi && power >= lo))
+        add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${lo}..${hi} W)`);
     }
     const ci = r.ci95_mj;
     if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined) {
