@@ -64,12 +64,12 @@ typedef struct {
     double cv_pct;   /* CV of the quantized energy across trials, NAN when unknown */
     double weight;   /* normalised to mean 1 over the curve's anchors */
     int n_trials;
-    char model[64], gpu[64], session[64], source[160];
+    char model[ECO_MODEL_NAME_SIZE], gpu[ECO_GPU_NAME_SIZE], session[ECO_SESSION_SIZE], source[ECO_SOURCE_SIZE];
     char flags[160]; /* the record's ("" when none): a throttled baseline or a disagreeing meter, shown with the estimate */
 } eco_anchor;
 
 typedef struct {
-    char source[160];
+    char source[ECO_SOURCE_SIZE];
     char reason[96]; /* "protocol tok512/gross/... not selected", "not finite", ... */
 } eco_excluded;
 

@@ -15,14 +15,22 @@ typedef enum {
     ECO_BASIS_NET    /* idle power subtracted ("active" energy) */
 } eco_energy_basis;
 
+/* String sizes (bytes, with the NUL) that hold what a valid energy.json may carry: gpu.name and run_id up to 128
+ * characters, weights.model up to 256; a run's row source is "<file>[@<run_id>]#<precision>". A longer (multi-byte)
+ * string is refused on import, never cut: a cut id would merge two runs. */
+#define ECO_GPU_NAME_SIZE 129
+#define ECO_MODEL_NAME_SIZE 257
+#define ECO_SESSION_SIZE 129
+#define ECO_SOURCE_SIZE 416
+
 typedef enum { ECO_ORIGIN_REFERENCE = 0, ECO_ORIGIN_RUN, ECO_ORIGIN_REPLICATION } eco_record_origin;
 
 typedef struct {
     /* what was measured */
-    char gpu[64];      /* card as named by the source, e.g. "RTX 4090" */
+    char gpu[ECO_GPU_NAME_SIZE]; /* card as named by the source, e.g. "RTX 4090" */
     char arch[16];     /* class the curves are fitted per: turing, ampere, ada, hopper, blackwell */
     double vram_gb;
-    char model[64];
+    char model[ECO_MODEL_NAME_SIZE];
     double params_b;   /* nominal size, billions */
     eco_precision precision; /* the quantized precision (never fp16) */
     int batch;
@@ -42,8 +50,8 @@ typedef struct {
 
     /* provenance */
     eco_record_origin origin;
-    char session[64];          /* rows of one session share an fp16 baseline and a machine */
-    char source[160];          /* "measured.csv:7", a run id or a replication file */
+    char session[ECO_SESSION_SIZE]; /* rows of one session share an fp16 baseline and a machine */
+    char source[ECO_SOURCE_SIZE]; /* "measured.csv:7", a run id or a replication file */
     bool synthetic_weights;    /* weights were synthetic (real shapes, random values) */
     bool single_trial;         /* n_trials < 2 */
     char note[1280]; /* a run's note carries the engine design string, up to 1024 characters */

@@ -104,7 +104,7 @@ eco_err eco_store_insert_record(eco_store *s, const eco_record *r, bool *inserte
 
 /* Flags and quality attached to a record (NULL flags = ""), looked up by its source and precision. */
 typedef struct {
-    char source[160];
+    char source[ECO_SOURCE_SIZE];
     char precision[16];
     char flags[160];       /* e.g. "fp16-back-derived", or a run's "throttled fp16:throttled" */
     double ppl_fp16, ppl_quant; /* NAN when no quality row */
@@ -112,11 +112,11 @@ typedef struct {
 } eco_record_extra;
 
 typedef struct {
-    char id[64], gpu[64], arch[16], date[32], software[128];
+    char id[ECO_SESSION_SIZE], gpu[ECO_GPU_NAME_SIZE], arch[16], date[32], software[128];
     int tokens;
     eco_energy_basis basis;
     char method[32];
-    char source[160];
+    char source[ECO_SOURCE_SIZE];
     char note[1280]; /* a run session's note carries the engine design */
 } eco_session;
 
@@ -206,6 +206,8 @@ void eco_store_rollback(eco_store *s);
 /* The source file name a stored run's rows were imported under ("" when it has none), so the same run read from
  * a copy elsewhere updates those rows rather than adding a second set. */
 eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap);
+/* Whether rows of another run than run_id are stored under the file name file (as "<file>#<precision>"). */
+eco_err eco_store_run_file_taken(eco_store *s, const char *file, const char *run_id, bool *taken);
 eco_err eco_store_get_run(eco_store *s, const char *run_id, char **doc_out);
 
 /* Row count of a store table ("records", "sessions", "quality", "batch_rows", "phase_rows", "import_links",

@@ -163,7 +163,7 @@ static eco_err store_session(eco_store *s, const json_t *j, const eco_record *r,
     ss.tokens = r->tokens;
     ss.basis = r->basis;
     snprintf(ss.method, sizeof ss.method, "%s", r->method);
-    snprintf(ss.source, sizeof ss.source, "%.159s", source);
+    snprintf(ss.source, sizeof ss.source, "%s", source);
     snprintf(ss.note, sizeof ss.note, "%s", r->note);
     return eco_store_upsert_session(s, &ss);
 }
@@ -190,10 +190,13 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
     else if (n == 0) fprintf(stderr, "eco import: %s: no measured comparison in the run\n", path);
     else if (eco_store_begin(s)) fprintf(stderr, "eco import: %s\n", eco_last_error());
     else {
-        bool inserted = false;
-        char stored_as[160] = "";
+        bool inserted = false, taken = false;
+        char stored_as[ECO_SOURCE_SIZE] = "";
         eco_err e = eco_store_add_run(s, run_id, doc, len, &inserted);
         if (!e) e = eco_store_run_source(s, run_id, stored_as, sizeof stored_as);
+        /* another run's file of the same name (every run's default is energy.json): this one's rows carry its id */
+        if (!e && !stored_as[0]) e = eco_store_run_file_taken(s, name, run_id, &taken);
+        if (!e && taken) snprintf(stored_as, sizeof stored_as, "%s@%s", name, run_id);
         /* the same run from a copy elsewhere: its rows keep the name they were first stored under, not a second set */
         if (!e && stored_as[0] && strcmp(stored_as, name)) {
             free(rows);

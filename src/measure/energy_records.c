@@ -90,6 +90,14 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         if (!(fabs(stated_b - preset_b) <= 0.01 * preset_b))
             return eco_fail_field(ECO_EINVAL, "weights.params_b", "%s: params_b %g is not %s's %.4g", source, stated_b, preset->name, preset_b);
     }
+    /* names are stored whole or not at all: a cut run id would merge two runs, a cut model two models */
+    const char *run_id = str(doc, "run_id"), *model = str(w, "preset") ? str(w, "preset") : str(w, "model");
+    const char *gpu_name = str(gpu, "name");
+    if ((run_id && strlen(run_id) >= ECO_SESSION_SIZE) || (gpu_name && strlen(gpu_name) >= ECO_GPU_NAME_SIZE) ||
+        (model && strlen(model) >= ECO_MODEL_NAME_SIZE) || strlen(source) + 16 >= ECO_SOURCE_SIZE)
+        return eco_fail_field(ECO_EINVAL, "run_id", "%s: the run id, GPU or model name is too long to store whole "
+                              "(%d, %d and %d bytes at most)", source, ECO_SESSION_SIZE - 1, ECO_GPU_NAME_SIZE - 1,
+                              ECO_MODEL_NAME_SIZE - 1);
     const json_t *comps = json_object_get(doc, "comparisons");
     eco_record *rows = calloc(json_array_size(comps) + 1, sizeof *rows);
     if (!rows) return eco_fail(ECO_ENOMEM, "out of memory");
@@ -100,10 +108,9 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         const json_t *res = pname ? result_of(doc, pname) : NULL;
         eco_record *r = &rows[n];
         if (!res || !(num(res, "mj_per_token_gross") > 0) || eco_precision_parse(pname, &r->precision)) continue;
-        snprintf(r->gpu, sizeof r->gpu, "%s", str(gpu, "name"));
+        snprintf(r->gpu, sizeof r->gpu, "%s", gpu_name);
         snprintf(r->arch, sizeof r->arch, "%s", arch);
         r->vram_gb = num(gpu, "memory_total_gb");
-        const char *model = str(w, "preset") ? str(w, "preset") : str(w, "model");
         snprintf(r->model, sizeof r->model, "%s", model ? model : "unknown");
         r->params_b = num(w, "params_b");
         r->batch = 1;
@@ -120,7 +127,7 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         snprintf(r->backend, sizeof r->backend, "%s %s %s", str(sw, "tool") ? str(sw, "tool") : "eco",
                  str(sw, "version") ? str(sw, "version") : "?", str(sw, "engine_backend") ? str(sw, "engine_backend") : "?");
         r->origin = ECO_ORIGIN_RUN;
-        snprintf(r->session, sizeof r->session, "%s", str(doc, "run_id") ? str(doc, "run_id") : source);
+        snprintf(r->session, sizeof r->session, "%s", run_id ? run_id : source);
         snprintf(r->source, sizeof r->source, "%s#%s", source, pname);
         r->synthetic_weights = str(w, "source") && !strcmp(str(w, "source"), "synthetic");
         r->single_trial = r->n_trials < 2;

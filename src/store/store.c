@@ -933,9 +933,7 @@ eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t
     if (cap) buf[0] = '\0';
     sqlite3_stmt *st = store_stmt(s, "SELECT source FROM records WHERE origin = 'run' AND session = ? ORDER BY id LIMIT 1");
     if (!st) return eco_last_error_code();
-    char session[sizeof((eco_record *)0)->session]; /* rows hold the run id as their session, cut to fit */
-    snprintf(session, sizeof session, "%s", run_id);
-    store_bind_text(st, 1, session, false);
+    store_bind_text(st, 1, run_id, false);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) && cap) {
         snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
         char *hash = strrchr(buf, '#'); /* rows are "<file>#<precision>" */
@@ -943,6 +941,20 @@ eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t
     }
     sqlite3_reset(st);
     return ECO_OK;
+}
+
+eco_err eco_store_run_file_taken(eco_store *s, const char *file, const char *run_id, bool *taken)
+{
+    *taken = false;
+    sqlite3_stmt *st = store_stmt(s, "SELECT 1 FROM records WHERE origin = 'run' AND session <> ?2 AND "
+                                     "substr(source, 1, length(?1) + 1) = ?1 || '#' LIMIT 1");
+    if (!st) return eco_last_error_code();
+    store_bind_text(st, 1, file, false);
+    store_bind_text(st, 2, run_id, false);
+    int rc = sqlite3_step(st);
+    *taken = rc == SQLITE_ROW;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? ECO_OK : store_db_fail(s, "looking up a run's file name");
 }
 
 eco_err eco_store_get_run(eco_store *s, const char *run_id, char **doc_out)

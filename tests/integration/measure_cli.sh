@@ -176,6 +176,20 @@ grep -q "nvml-energy-counter" "$T/export0.csv" || fail "run row not exported"
 "$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json" >/dev/null || fail "H200 run import failed"
 "$ECO" export --db "$T/eco.db" --format csv > "$T/export.csv" # whole, not cut by an early grep -q under pipefail
 grep "Llama-3.1-8B" "$T/export.csv" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
+# Two runs in files of one name (every run's default is energy.json) are two runs; a run id past 63 characters is
+# kept whole (a cut one had merged two runs: the second overwrote the first's row)
+mkdir -p "$T/ra" "$T/rb"
+cp "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.session13.energy.json" "$T/ra/energy.json"
+cp "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.session14.energy.json" "$T/rb/energy.json"
+node -e 'const fs=require("fs");for(const [f,s] of [[process.argv[1],"first"],[process.argv[2],"second"]]){const d=JSON.parse(fs.readFileSync(f));d.run_id="A".repeat(63)+s;fs.writeFileSync(f+".long.json",JSON.stringify(d))}' "$T/ra/energy.json" "$T/rb/energy.json"
+for f in "$T/ra/energy.json" "$T/rb/energy.json" "$T/ra/energy.json.long.json" "$T/rb/energy.json.long.json"; do
+  db="$T/runs.db" && case "$f" in *long*) db="$T/long.db";; esac # the same measurement under two ids is refused
+  "$ECO" import --db "$db" --run "$f" | grep -q "1 row(s), 1 new" || fail "run $f was not stored as a new run"
+done
+for db in runs long; do
+  [ "$(sqlite3 "$T/$db.db" "SELECT count(DISTINCT session) || ' ' || count(*) FROM records WHERE origin = 'run'")" = "2 2" ] || fail "runs merged: $(sqlite3 "$T/$db.db" "SELECT source, session FROM records WHERE origin = 'run'")"
+done
+sqlite3 "$T/runs.db" "SELECT source FROM records WHERE origin = 'run'" | grep -qx 'energy.json@Llama-3.1-8B-hopper-20261204T162856Z#nf4' || fail "the second energy.json is not named by its run id"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 
