@@ -47,6 +47,14 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
     if (flagged) note(e, "%zu of %zu measurement(s) at this size carry flags: %s", flagged, hits, list);
 }
 
+/* One model however it is spelled: the same name in any case, or the same preset by its name, HF id or short id
+ * (an anchor stored as "TinyLlama-1.1B-Chat-v1.0" is a measurement of the preset asked as "TinyLlama-1.1B"). */
+static bool same_model(const char *asked, const eco_model_config *asked_preset, const char *anchor_model)
+{
+    if (!strcasecmp(asked, anchor_model)) return true;
+    return asked_preset && eco_preset_find(anchor_model) == asked_preset;
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -334,13 +342,14 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     double sig_curve = isfinite(c->resid_sd_pct) && c->resid_sd_pct > 2.0 ? c->resid_sd_pct : 2.0;
 
     /* measured: anchors at this size, or of the same model */
+    const eco_model_config *asked_preset = q->model && *q->model ? eco_preset_find(q->model) : NULL;
     size_t hits = 0, named_hits = 0;
     const eco_anchor *named_elsewhere = NULL, *named_shifted = NULL;
     size_t named_idx[ECO_FIT_MAX_ANCHORS];
     if (!proxy)
         for (size_t i = 0; i < c->n_anchors; i++) {
             const eco_anchor *a = &c->anchors[i];
-            bool named = q->model && *q->model && !strcasecmp(q->model, a->model);
+            bool named = q->model && *q->model && same_model(q->model, asked_preset, a->model);
             bool same_size = fabs(a->params_b - N) <= SIZE_TOL * a->params_b;
             bool near = fabs(a->params_b - N) <= NAME_SIZE_TOL * a->params_b;
             if (named && !near) named_elsewhere = a;

@@ -41,7 +41,7 @@ static int setup(void **state)
     make_row(&rows[1], "ada", ECO_PREC_NF4, 1.5, 20, "Qwen2.5-1.5B");
     make_row(&rows[2], "ada", ECO_PREC_NF4, 3.0, 5, "Qwen2.5-3B");
     make_row(&rows[3], "ada", ECO_PREC_NF4, 7.0, -25, "Qwen2-7B");
-    make_row(&rows[4], "ada", ECO_PREC_NF4, 14.0, -40, "Qwen2.5-14B");
+    make_row(&rows[4], "ada", ECO_PREC_NF4, 14.0, -40, "Qwen/Qwen2.5-14B"); /* the preset by its HF id */
     make_row(&rows[5], "ampere", ECO_PREC_INT8_MIXED, 7.0, 130, "Mistral-7B");
     make_row(&rows[6], "ampere", ECO_PREC_INT8_MIXED, 9.0, 117, "Yi-1.5-9B");
     make_row(&rows[7], "ampere", ECO_PREC_INT8_MIXED, 14.0, 107, "Qwen2.5-14B");
@@ -193,6 +193,30 @@ static void test_estimate(void **state)
     assert_true(json_is_null(json_object_get(r, "energy")));
     assert_string_equal(json_string_value(json_object_get(r, "recommendation")), "do_not_quantize");
     json_decref(r);
+    /* a model measured under another spelling of its preset (the HF id) is that measurement, in estimate and
+     * optimize alike: not an interpolation at the preset's exact size (14.77B against the 14.0B stored) */
+    r = estimate_ok(svc, "{\"gpu\":\"RTX 4090\",\"model\":\"qwen2.5-14b\",\"precision\":\"nf4\"}", ECO_PARAMS_JSON);
+    assert_string_equal(json_string_value(json_object_get(r, "label")), "measured");
+    assert_near(json_number_value(json_object_get(r, "delta_pct")), -40, 1e-9);
+    json_decref(r);
+    json_error_t jerr;
+    json_t *p = json_loads("{\"gpu\":\"RTX 4090\",\"model\":\"Qwen2.5-14B\",\"batch\":1}", 0, &jerr);
+    assert_int_equal(eco_service_optimize(svc, p, ECO_PARAMS_JSON, &r), ECO_OK);
+    json_t *all = json_array(), *c;
+    json_array_append(all, json_object_get(r, "recommended"));
+    json_array_extend(all, json_object_get(r, "alternatives"));
+    size_t i;
+    int seen = 0;
+    json_array_foreach(all, i, c) {
+        if (!json_is_object(c) || strcmp(json_string_value(json_object_get(c, "precision")), "nf4")) continue;
+        assert_string_equal(json_string_value(json_object_get(json_object_get(c, "basis"), "delta")), "measured");
+        assert_near(json_number_value(json_object_get(c, "delta_pct")), -40, 1e-9);
+        seen++;
+    }
+    assert_int_equal(seen, 1);
+    json_decref(all);
+    json_decref(r);
+    json_decref(p);
     eco_service_close(svc);
 }
 
