@@ -264,15 +264,22 @@ static void precisions_with_data(const eco_curve_set *set, const char *arch, cha
 /* EcoCompute's own engine (backend "eco <version> ...") or the reference stack (bitsandbytes / HF eager). */
 static bool is_eco_stack(const char *backend) { return !strncmp(backend, "eco ", 4); }
 
-/* The software stack of an architecture's own data: its fp16 baseline's, else its first curve's; -1 when it has
- * none. A proxy curve is carried over only from the same stack: ΔE is mostly the kernel design's (data/h200). */
+/* The software stack of an architecture's own data: its fp16 baseline's, else its first curve's (1 EcoCompute's
+ * engine, 0 the reference stack); STACK_NO_DATA when the architecture has no data, STACK_UNKNOWN when it has some
+ * but a fit without the stack split (--no-split-backend, --pool) recorded none. A proxy curve is carried over only
+ * from a stack known to be the same: ΔE is mostly the kernel design's (data/h200). */
+enum { STACK_NO_DATA = -1, STACK_UNKNOWN = -2 };
 static int arch_stack(const eco_curve_set *set, const char *arch)
 {
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
     if (fb && fb->backend[0]) return is_eco_stack(fb->backend);
-    for (size_t i = 0; i < set->n_curves; i++) /* a fit without stacks (--pool, no split) records none: unknown */
-        if (!strcmp(set->curves[i].arch, arch) && set->curves[i].backend[0]) return is_eco_stack(set->curves[i].backend);
-    return -1;
+    bool has_data = fb != NULL;
+    for (size_t i = 0; i < set->n_curves; i++) {
+        if (strcmp(set->curves[i].arch, arch)) continue;
+        if (set->curves[i].backend[0]) return is_eco_stack(set->curves[i].backend);
+        has_data = true;
+    }
+    return has_data ? STACK_UNKNOWN : STACK_NO_DATA;
 }
 
 /* On EcoCompute's engine nf4 and nf4-dq are the same 4-bit codes and kernels; only the block scales differ. */
@@ -312,13 +319,22 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         const char *pa = eco_arch_proxy(q->arch, &reason, &weak);
         c = pa ? eco_curve_set_find(set, pa, q->precision) : NULL;
         int own_stack = arch_stack(set, q->arch);
-        bool other_stack = c && own_stack >= 0 && is_eco_stack(c->backend) != own_stack;
+        /* an architecture with data of its own takes a proxy curve only from a stack known to be its own */
+        bool stack_unknown = c && own_stack != STACK_NO_DATA && (own_stack == STACK_UNKNOWN || !c->backend[0]);
+        bool other_stack = c && (stack_unknown || (own_stack >= 0 && is_eco_stack(c->backend) != own_stack));
         const eco_curve *other = other_stack ? c : NULL;
         if (other_stack) c = NULL;
         if (!c && (c = sibling_curve(set, q->arch, q->precision))) reason = SIBLING_REASON, weak = false;
         if (!c) {
             char own[128], others[128];
             precisions_with_data(set, q->arch, own, sizeof own);
+            if (other && stack_unknown)
+                return eco_fail_field(ECO_EUNSUPPORTED, "precision",
+                                      "no data for %s on %s; %s has it, but these curves were fitted without the software-"
+                                      "stack split (eco fit --no-split-backend or --pool), so whether both were measured "
+                                      "with the same stack is unknown, and ΔE is mostly the kernels': not carried over; "
+                                      "precisions with data on %s: %s",
+                                      eco_precision_name(q->precision), q->arch, pa, q->arch, own);
             if (other)
                 return eco_fail_field(ECO_EUNSUPPORTED, "precision",
                                       "no data for %s on %s; %s has it, measured with another software stack (%s, against %s "

@@ -13,6 +13,13 @@ grep -q "^ada .*nf4" "$tmp/fit.txt" || fail "fit table lacks ada nf4"
 # deterministic: a second fit gives the same bytes
 "$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/curves2.json" --quiet
 cmp -s "$tmp/curves.json" "$tmp/curves2.json" || fail "re-fit is not byte-identical"
+# a proxy curve is carried over only from a stack known to be the same: curves fitted without the stack split
+# record none, so T4 int8-mixed (estimated from ada with the split) is refused, with why
+"$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/nosplit.json" --no-split-backend --quiet
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --gpu T4 --precision int8-mixed --model-params 7 --json > "$tmp/t4.json"
+[ "$(jq_num "$tmp/t4.json" '["label"]')" = estimated ] || fail "T4 int8-mixed is not estimated from its proxy"
+set +e; "$ECO_BIN" estimate --curves "$tmp/nosplit.json" --gpu T4 --precision int8-mixed --model-params 7 2> "$tmp/ns.err"; rc=$?; set -e
+[ $rc -ne 0 ] && grep -q "fitted without the software-stack split" "$tmp/ns.err" || fail "no-split proxy: rc $rc, $(cat "$tmp/ns.err")"
 # a valid request the data cannot serve exits 3 (no turing fp8 rows), a wrong one 2
 set +e
 "$ECO_BIN" fit --db "$tmp/eco.db" --out "$tmp/none.json" --arch turing --precision fp8 --quiet 2>/dev/null; [ $? -eq 3 ] || fail "fit with no matching group should exit 3"
