@@ -16,7 +16,8 @@ typedef enum {
     ECO_EUNSUPPORTED, /* valid request this build or this data cannot serve */
     ECO_ETOOBIG,      /* over a size limit */
     ECO_EDEVICE,      /* GPU / NVML / driver failure */
-    ECO_ESTATE        /* call out of order, internal invariant */
+    ECO_ESTATE,       /* call out of order, internal invariant */
+    ECO_EBUSY         /* a resource busy or full for now (a store locked by another writer, a full disk): retry */
 } eco_err;
 
 /* Record a failure and return `code`, e.g. `return eco_fail(ECO_EINVAL, "params_b must be > 0, got %g", v);` */

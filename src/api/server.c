@@ -110,6 +110,7 @@ static enum MHD_Result send_body(struct MHD_Connection *con, request *rq, unsign
     }
     add_common_headers(r, content_type, cache);
     if (allow) MHD_add_response_header(r, "Allow", allow);
+    if (status == 503) MHD_add_response_header(r, "Retry-After", "5"); /* the store's busy timeout */
     enum MHD_Result ret = queue(con, rq, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -160,9 +161,17 @@ static enum MHD_Result send_service_error(struct MHD_Connection *con, request *r
     case ECO_ENOTFOUND: status = 400, type = "urn:ecocompute:problem:unknown-value"; break;
     case ECO_EUNSUPPORTED: status = 422, type = "urn:ecocompute:problem:no-data"; break;
     case ECO_ETOOBIG: status = 413, type = "urn:ecocompute:problem:too-large"; break;
+    case ECO_EBUSY: status = 503, type = "urn:ecocompute:problem:busy"; break;
     default: status = 500, type = "urn:ecocompute:problem:internal"; break;
     }
     const char *msg = eco_last_error();
+    if (status >= 500) {
+        /* the server's own failure: its message (which names local paths) goes to the server's log, not the client */
+        fprintf(stderr, "eco serve: %s: %s\n", api_route_name(rq->route), msg);
+        msg = status == 503 ? "the store is busy (locked by another writer) or its disk is full: nothing was stored; "
+                              "retry in a few seconds"
+                            : "internal error: the server's log has the details";
+    }
     return send_problem(con, rq, status, type, msg[0] ? msg : status_title(status), eco_last_error_field(), NULL);
 }
 

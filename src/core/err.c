@@ -74,7 +74,7 @@ void eco_clear_error(void)
 const char *eco_err_name(eco_err code)
 {
     static const char *const names[] = {"OK", "EINVAL", "ENOMEM", "EIO", "EFORMAT", "ENOTFOUND",
-                                        "EUNSUPPORTED", "ETOOBIG", "EDEVICE", "ESTATE"};
+                                        "EUNSUPPORTED", "ETOOBIG", "EDEVICE", "ESTATE", "EBUSY"};
     return (unsigned)code < sizeof names / sizeof names[0] ? names[code] : "EUNKNOWN";
 }
 

@@ -96,14 +96,19 @@ int eco_store_schema_version(void) { return N_MIGRATIONS; }
 
 eco_err store_db_fail(eco_store *s, const char *what)
 {
-    return eco_fail(ECO_EIO, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "no connection");
+    int rc = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_ERROR;
+    /* locked by another writer past the busy timeout, or no room on the disk: nothing lost, worth retrying */
+    eco_err code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_FULL ? ECO_EBUSY : ECO_EIO;
+    return eco_fail(code, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "no connection");
 }
 
 eco_err store_exec(eco_store *s, const char *sql)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        eco_err e = eco_fail(ECO_EIO, "%s: %s", s->path, msg ? msg : sqlite3_errmsg(s->db));
+        int rc = sqlite3_errcode(s->db) & 0xff;
+        eco_err e = eco_fail(rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_FULL ? ECO_EBUSY : ECO_EIO, "%s: %s",
+                             s->path, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return e;
     }
@@ -231,7 +236,9 @@ eco_err eco_store_open_version(const char *path, int version, eco_store **out)
     eco_err e;
     /* journal_mode answers with the mode in force (a read-only medium or :memory: keeps its own). */
     if ((e = store_exec(s, "PRAGMA journal_mode = WAL")) || (e = store_exec(s, "PRAGMA foreign_keys = ON")) ||
-        (e = store_exec(s, "PRAGMA synchronous = NORMAL")) || (e = migrate(s, version))) {
+        /* FULL: a commit (an acknowledged submission) survives a power loss too, not only a crash; the store is
+         * written rarely, so the extra sync costs nothing that matters */
+        (e = store_exec(s, "PRAGMA synchronous = FULL")) || (e = migrate(s, version))) {
         eco_store_close(s);
         return e;
     }
@@ -790,8 +797,9 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
                                   bool *inserted)
 {
     static const char find[] = "SELECT id FROM replications WHERE sha256 = ?";
+    /* a second server on the same file may store the same bytes between the lookup and the insert: no conflict */
     static const char ins[] = "INSERT INTO replications (name, sha256, doc, validation, validation_message, "
-                              "submitted_at) VALUES (?,?,?,?,?,?)";
+                              "submitted_at) VALUES (?,?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING";
     if (inserted) *inserted = false;
     eco_err e = check_doc("replication", doc, len);
     if (e) return e;
@@ -823,6 +831,15 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return store_db_fail(s, "storing a replication");
+    if (!sqlite3_changes(s->db)) { /* stored by the other server meanwhile: already stored */
+        st = store_stmt(s, find);
+        if (!st) return eco_last_error_code();
+        store_bind_text(st, 1, sha, false);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && id) *id = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        return rc == SQLITE_ROW ? ECO_OK : store_db_fail(s, "looking up a replication");
+    }
     if (id) *id = sqlite3_last_insert_rowid(s->db);
     if (inserted) *inserted = true;
     return ECO_OK;

@@ -463,6 +463,27 @@ test('/metrics counts requests by route and status, with a latency histogram and
   assert.ok(Number(/^eco_uptime_seconds ([\d.]+)$/m.exec(text)[1]) > 0);
 });
 
+test('a store locked by another writer answers 503 with Retry-After, names no local path, and loses nothing', async () => {
+  const db = join(server.tmp, 'eco.db');
+  // another process holds the write lock past the store's 5 s busy timeout
+  const locker = spawn('sqlite3', [db], { stdio: ['pipe', 'ignore', 'ignore'] });
+  const unlocked = new Promise((r) => locker.on('exit', r));
+  locker.stdin.end('BEGIN IMMEDIATE;\n.shell sleep 8\nCOMMIT;\n');
+  await new Promise((r) => setTimeout(r, 500));
+  const doc = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-3b.energy.json'), 'utf8'));
+  const body = JSON.stringify(doc); // new bytes: not already stored
+  const busy = await fetch(`${server.base}/v1/replications`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  const p = await busy.json();
+  assert.equal(busy.status, 503, JSON.stringify(p));
+  assert.equal(busy.headers.get('retry-after'), '5');
+  assert.equal(p.type, 'urn:ecocompute:problem:busy');
+  assert.ok(!p.detail.includes(server.tmp), `the detail names a local path: ${p.detail}`);
+  assert.match(server.log, /database is locked/); // the server's log has the cause
+  await unlocked;
+  const again = await fetch(`${server.base}/v1/replications`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  assert.equal(again.status, 201, await again.text());
+});
+
 test('/openapi.json is OpenAPI 3.1 with this build\'s version', async () => {
   const res = await fetch(`${server.base}/openapi.json`);
   assert.equal(res.status, 200);
