@@ -50,6 +50,8 @@ typedef struct eco_store eco_store;
 /* Opens (creating and migrating as needed) the database at `path` (WAL, STRICT tables, foreign keys,
  * busy timeout). A database written by a newer eco (user_version above ours) is refused. */
 eco_err eco_store_open(const char *path, eco_store **out);
+/* SQLite's quick_check over the whole file: EFORMAT naming the first problem when the file is damaged. */
+eco_err eco_store_check_integrity(eco_store *s);
 /* Same, applying migrations only up to `version` (tests of upgrades from old databases). */
 eco_err eco_store_open_version(const char *path, int version, eco_store **out);
 void eco_store_close(eco_store *s);

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,12 +39,25 @@ eco_err eco_service_open(const eco_service_config *cfg, eco_service **out)
     s->set = malloc(sizeof *s->set);
     if (!s->set) { free(s); return eco_fail(ECO_ENOMEM, "service: out of memory"); }
     eco_err e = eco_curves_read_file(cfg->curves_path, s->set);
-    if (!e && cfg->db_path && access(cfg->db_path, R_OK | W_OK) != 0) /* a mistyped path must not become an empty store */
-        e = eco_fail_field(ECO_ENOTFOUND, "db", "%s: %s (make the store with `eco import --db %s data/reference`)", cfg->db_path,
-                           strerror(errno), cfg->db_path);
-    else if (!e && cfg->db_path) {
+    struct stat st;
+    if (!e && cfg->db_path && access(cfg->db_path, R_OK | W_OK) != 0) { /* a mistyped path must not become an empty store */
+        if (errno == ENOENT)
+            e = eco_fail_field(ECO_ENOTFOUND, "db", "%s: no such file (make the store with `eco import --db %s data/reference`)",
+                               cfg->db_path, cfg->db_path);
+        else
+            e = eco_fail_field(ECO_EIO, "db", "%s: %s (the server reads and writes the store, and its folder for the "
+                               "write-ahead log)", cfg->db_path, strerror(errno));
+    } else if (!e && cfg->db_path && stat(cfg->db_path, &st) == 0 && st.st_size == 0) {
+        e = eco_fail_field(ECO_EFORMAT, "db", "%s: an empty file, not a store (make it with `eco import --db %s data/reference`)",
+                           cfg->db_path, cfg->db_path);
+    } else if (!e && cfg->db_path) {
         e = eco_store_open(cfg->db_path, &s->store);
-        if (e) eco_fail_context("opening %s: ", cfg->db_path);
+        /* a damaged file is found at start, not by the first request that reads the damaged page */
+        if (!e) e = eco_store_check_integrity(s->store);
+        if (e) {
+            eco_fail_context("opening %s: ", cfg->db_path);
+            eco_store_close(s->store);
+        }
     }
     if (e) { free(s->set); free(s); return e; }
     pthread_mutex_init(&s->store_lock, NULL);

@@ -960,6 +960,23 @@ eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t
     return ECO_OK;
 }
 
+eco_err eco_store_check_integrity(eco_store *s)
+{
+    sqlite3_stmt *st = store_stmt(s, "PRAGMA quick_check(1)");
+    if (!st) return eco_last_error_code();
+    int rc = sqlite3_step(st);
+    char verdict[256] = "";
+    if (rc == SQLITE_ROW) store_column_text(st, 0, verdict, sizeof verdict);
+    sqlite3_reset(st);
+    for (char *c = verdict; *c; c++)
+        if (*c == '\n') *c = ' ';
+    if (rc != SQLITE_ROW) return store_db_fail(s, "checking the file");
+    if (strcmp(verdict, "ok"))
+        return eco_fail(ECO_EFORMAT, "%s: the file is damaged (%s): restore it from a copy, or rebuild it with `eco import`",
+                        s->path, verdict);
+    return ECO_OK;
+}
+
 eco_err eco_store_run_file_taken(eco_store *s, const char *file, const char *run_id, bool *taken)
 {
     *taken = false;

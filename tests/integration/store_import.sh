@@ -54,6 +54,20 @@ side_rows | diff "$T/side_before.txt" - | grep '^[<>]' > "$T/side_diff.txt" || t
 "$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > /dev/null || fail "re-import of the original exited $?"
 side_rows | cmp -s "$T/side_before.txt" - || fail "quality/batch/phase rows differ after the round trip"
 
+# 2d. eco serve refuses a damaged store at start (not on the first request that reads the damaged page), an empty
+# file, and a missing one, each with what to do
+"$ECO_BIN" fit --db "$T/eco.db" --out "$T/serve_curves.json" --quiet
+cp "$T/eco.db" "$T/damaged.db" && sqlite3 "$T/damaged.db" "PRAGMA wal_checkpoint(TRUNCATE)" > /dev/null
+python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(4096 * 2 + 8); f.write(b"\x00\x05" * 50)' "$T/damaged.db"
+: > "$T/empty.db"
+for db in damaged empty missing; do
+  set +e; timeout 10 "$ECO_BIN" serve --db "$T/$db.db" --curves "$T/serve_curves.json" --port 0 2> "$T/serve_$db.err"; rc=$?; set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "serve on the $db store: rc $rc, $(cat "$T/serve_$db.err")"
+done
+grep -q 'the file is damaged (.*): restore it from a copy' "$T/serve_damaged.err" || fail "damaged: $(cat "$T/serve_damaged.err")"
+grep -q 'an empty file, not a store' "$T/serve_empty.err" || fail "empty: $(cat "$T/serve_empty.err")"
+grep -q 'no such file (make the store with' "$T/serve_missing.err" || fail "missing: $(cat "$T/serve_missing.err")"
+
 # 3. export: CSV filtered, JSON
 "$ECO_BIN" export --db "$T/eco.db" --format csv --arch ada --precision nf4 > "$T/ada_nf4.csv"
 [ "$(wc -l < "$T/ada_nf4.csv")" -eq 15 ] || fail "ada nf4 export has $(wc -l < "$T/ada_nf4.csv") lines, want 15"
