@@ -25,6 +25,8 @@
 #define POWER_FACTOR 1.5
 /* the spread figures against the samples' own (n - 1) SD: 1% and 0.01 of the unit for a writer's rounding */
 #define SPREAD_SLACK 0.01
+/* a window's mean power over the card's power limit: the limit caps the average, transients aside */
+#define POWER_LIMIT_SLACK 1.15
 /* a preset's parameter count against weights.params_b: the fit's x axis */
 #define PARAMS_SLACK 0.01
 
@@ -156,10 +158,49 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
     return ok;
 }
 
+/* The card: its architecture (the curve a run joins) known and the name's own, and the power drawn within what the
+ * card can draw: its power limit caps the windows' mean, and the idle draw is below a loaded one. */
+static bool check_card(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    const json_t *g = json_object_get(json_object_get(doc, "environment"), "gpu");
+    if (!json_is_object(g)) return ok;
+    const char *name = str(g, "name"), *arch = str(g, "arch"), *named = NULL;
+    bool name_known = name && !eco_arch_from_gpu_name(name, &named);
+    eco_clear_error();
+    if (arch && !eco_arch_is_known(arch))
+        ADD("/environment/gpu/arch", "unknown architecture '%s' (turing, ampere, ada, hopper, blackwell)", arch);
+    else if (arch && name_known && strcmp(arch, named))
+        ADD("/environment/gpu/arch", "'%s' is a %s card, not %s", name, named, arch);
+    else if (!arch && name && !name_known)
+        ADD("/environment/gpu/arch", "no architecture, and '%s' is not a card the curves know: give one of turing, ampere, "
+            "ada, hopper, blackwell", name);
+    double limit = 0, power, idle = 0;
+    bool has_limit = number(g, "power_limit_w", &limit) && limit > 0;
+    bool has_idle = number(json_object_get(doc, "idle"), "before_w", &idle);
+    size_t i;
+    json_t *r;
+    char at[96];
+    bool idle_said = false;
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        if (!number(r, "mean_power_w", &power)) continue;
+        if (has_limit && power > limit * POWER_LIMIT_SLACK) {
+            snprintf(at, sizeof at, "/results/%zu/mean_power_w", i);
+            ADD(at, "%g W is over the card's %g W power limit", power, limit);
+        }
+        if (has_idle && !idle_said && idle > power * POWER_FACTOR) {
+            ADD("/idle/before_w", "idle %g W is over %g times the %s run's mean %g W", idle, POWER_FACTOR,
+                str(r, "precision") ? str(r, "precision") : "?", power);
+            idle_said = true;
+        }
+    }
+    return ok;
+}
+
 /* The run as a whole: blocks done against blocks asked for, and a preset's size against the size recorded. */
 static bool check_run(const json_t *doc, eco_schema_errors *errs)
 {
-    bool ok = true;
+    bool ok = check_card(doc, errs);
     const json_t *proto = json_object_get(doc, "protocol"), *w = json_object_get(doc, "weights");
     double blocks, iterations, params;
     if (number(proto, "blocks", &blocks) && number(proto, "iterations", &iterations) && blocks > iterations)

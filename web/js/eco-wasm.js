@@ -159,6 +159,12 @@ export class Eco {
   }
 
   info() { return this.callJson('eco_wasm_info'); }
+
+  // The architecture a card name maps to, as the server maps it ("NVIDIA H200" -> "hopper"), or null.
+  gpuArch(name) {
+    this.setStr(0, String(name ?? '').slice(0, 256));
+    return this.callJson('eco_wasm_gpu_arch').arch;
+  }
 }
 
 function numOrNaN(v) {

@@ -9,6 +9,8 @@ const SAMPLES_SLACK = 0.005; // the per-window samples average to the gross figu
 const POWER_FACTOR = 1.5; // mean power against energy x speed
 const SPREAD_SLACK = 0.01; // SD and CV against the samples' own (n - 1): 1% and 0.01 of the unit
 const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_b
+const POWER_LIMIT_SLACK = 1.15; // a window's mean power over the card's power limit (the limit caps the average)
+const ARCHS = ['turing', 'ampere', 'ada', 'hopper', 'blackwell'];
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -24,8 +26,9 @@ function decodeTimeShare(doc, precision) {
 }
 
 // presets: optional { lower-case name: params_b } (eco.wasm's model list, by name, HF id and short id, as
-// eco_preset_find matches them) for the weights.preset size check.
-export function energyConsistency(doc, presets = {}) {
+// eco_preset_find matches them) for the weights.preset size check; gpuArch: optional name -> architecture or null
+// (eco.wasm's gpuArch, the server's mapping) for the card's name against its arch.
+export function energyConsistency(doc, presets = {}, gpuArch = null) {
   const out = [];
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
@@ -123,6 +126,30 @@ export function energyConsistency(doc, presets = {}) {
           : `"${c.verdict}" without a 95% interval over two or more pairs: that is "inconclusive"`);
     }
   });
+  // the card: its architecture known and the name's own (where gpuArch is given), its power limit caps the
+  // windows' mean, and the idle draw is below a loaded one
+  const g = doc.environment && doc.environment.gpu;
+  if (g && typeof g === 'object' && !Array.isArray(g)) {
+    const arch = typeof g.arch === 'string' ? g.arch : undefined, name = typeof g.name === 'string' ? g.name : undefined;
+    const named = gpuArch && name !== undefined ? gpuArch(name) : undefined; // null: a name the curves do not know
+    if (arch !== undefined && !ARCHS.includes(arch))
+      add('/environment/gpu/arch', `unknown architecture '${arch}' (${ARCHS.join(', ')})`);
+    else if (arch !== undefined && named && named !== arch) add('/environment/gpu/arch', `'${name}' is a ${named} card, not ${arch}`);
+    else if (arch === undefined && named === null)
+      add('/environment/gpu/arch', `no architecture, and '${name}' is not a card the curves know: give one of ${ARCHS.join(', ')}`);
+    const limit = num(g.power_limit_w), idle = num(doc.idle && doc.idle.before_w);
+    let idleSaid = false;
+    results.forEach((r, i) => {
+      const power = num(r && r.mean_power_w);
+      if (power === undefined) return;
+      if (limit !== undefined && limit > 0 && power > limit * POWER_LIMIT_SLACK)
+        add(`/results/${i}/mean_power_w`, `${power} W is over the card's ${limit} W power limit`);
+      if (idle !== undefined && !idleSaid && idle > power * POWER_FACTOR) {
+        add('/idle/before_w', `idle ${idle} W is over ${POWER_FACTOR} times the ${r.precision} run's mean ${power} W`);
+        idleSaid = true;
+      }
+    });
+  }
   // the run as a whole: blocks done against asked for, a preset's size against the size recorded
   const proto = doc.protocol || {}, w = doc.weights || {};
   if (num(proto.blocks) !== undefined && num(proto.iterations) !== undefined && proto.blocks > proto.iterations)

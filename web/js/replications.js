@@ -69,7 +69,7 @@ function show(doc, text) {
   reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
-  const errs = ok ? energyConsistency(doc, presets) : normalizeAjvErrors(validate.errors);
+  const errs = ok ? energyConsistency(doc, presets, (n) => eco.gpuArch(n)) : normalizeAjvErrors(validate.errors);
   if (errs.length) {
     const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
     $('validation').replaceChildren(el('div', { class: 'error-box', role: 'alert', id: 'verdict-invalid' },

@@ -554,6 +554,21 @@ EXPORT("eco_wasm_curve_series") int eco_wasm_curve_series(int idx, int n, double
 
 /* ---- reference tables for the forms and the Methodology page (from the C tables, never retyped) ---- */
 
+/* The architecture a card name maps to (eco_arch_from_gpu_name: the server's rule), or null: str 0 = name. */
+EXPORT("eco_wasm_gpu_arch") int eco_wasm_gpu_arch(void)
+{
+    const char *arch = NULL;
+    bool known = !eco_arch_from_gpu_name(g_str[0], &arch);
+    eco_clear_error();
+    out_reset();
+    obj();
+    key("arch");
+    if (known) jstr(arch);
+    else jnull();
+    end_obj();
+    return finish();
+}
+
 EXPORT("eco_wasm_info") int eco_wasm_info(void)
 {
     out_reset();
