@@ -88,7 +88,29 @@ static void put_range_pct(sbuf *s, const json_t *range)
 static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
 {
     if (!strcmp(label, "measured")) {
-        sb_printf(s, "measured at this size");
+        /* what was measured, where: the asked size or card may differ (another size of the same model, another
+         * card of the architecture, labels being per architecture), and a text-only client sees only this */
+        const json_t *anchors = at(est, "anchors"), *a0 = json_array_get(anchors, 0), *a;
+        size_t i, n = json_array_size(anchors);
+        double lo = INFINITY, hi = -INFINITY, asked = numv(at(est, "input"), "params_b");
+        bool one_model = true, one_gpu = true;
+        json_array_foreach(anchors, i, a) {
+            double b = numv(a, "params_b");
+            if (b < lo) lo = b;
+            if (b > hi) hi = b;
+            one_model &= !strcmp(strv(a, "model", ""), strv(a0, "model", ""));
+            one_gpu &= !strcmp(strv(a, "gpu", ""), strv(a0, "gpu", ""));
+        }
+        if (!n) {
+            sb_printf(s, "measured");
+            return;
+        }
+        sb_printf(s, "measured: %s%s at ", strv(a0, "model", "?"), one_model ? "" : " and other models");
+        put_num(s, "%.4gB", lo);
+        if (hi > lo) put_num(s, "-%.4gB", hi);
+        sb_printf(s, " on %s%s (%zu measurement%s)", strv(a0, "gpu", "?"), one_gpu ? "" : " and other cards", n, n == 1 ? "" : "s");
+        if (isfinite(asked) && (asked < lo * (1 - 1e-6) || asked > hi * (1 + 1e-6)))
+            put_num(s, "; they stand for the %.4gB asked (the same model within 15%% of its size), not a measurement at it", asked);
     } else if (!strcmp(label, "interpolated")) {
         sb_printf(s, "an estimate read from the curve fitted between measured sizes, not a measurement");
     } else if (!strcmp(label, "extrapolated")) {

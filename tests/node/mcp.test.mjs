@@ -188,6 +188,16 @@ test('estimate_energy at every single-anchor measured size returns label measure
   assert.ok(checked >= 10, `only ${checked} anchors checked`);
 });
 
+test('estimate_energy\'s summary of a measured answer says what was measured, on which card, and at what size', async () => {
+  // the preset's exact size (14.77B) against the 14.0B the A800 rows were measured at
+  const r = await client.callTool({ name: 'estimate_energy', arguments: { gpu: 'A800', precision: 'nf4', model: 'Qwen2.5-14B' } });
+  assert.equal(r.structuredContent.label, 'measured');
+  const a = r.structuredContent.anchors[0];
+  assert.ok(summary(r).includes(`measured: ${a.model} at 14B on ${a.gpu} (`), summary(r));
+  assert.match(summary(r), /they stand for the 14\.77B asked \(the same model within 15% of its size\), not a measurement at it/);
+  assert.ok(!summary(r).includes('measured at this size'));
+});
+
 test('estimate_energy between and beyond measured sizes is labelled as an estimate, never as measured', async () => {
   const c = curves.curves.find((x) => x.arch === 'blackwell' && x.precision === 'nf4');
   assert.ok(c, 'blackwell nf4 curve');
@@ -198,7 +208,7 @@ test('estimate_energy between and beyond measured sizes is labelled as an estima
   assert.equal(r.structuredContent.input.arch, 'blackwell');
   assert.ok(summary(r).includes('Label: interpolated'));
   assert.ok(summary(r).includes('not a measurement'));
-  assert.ok(!summary(r).includes('measured at this size'));
+  assert.ok(!summary(r).includes('Label: measured'));
 
   const far = await client.callTool({
     name: 'estimate_energy', arguments: { gpu: 'RTX 5090', precision: 'nf4', params_b: Math.max(...sizes) * 10 },
