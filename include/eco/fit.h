@@ -282,6 +282,7 @@ bool eco_gpu_is_arch_name(const char *gpu);
 
 /* Request limits the service and the browser share for model sizes. */
 #define ECO_PARAMS_B_MAX 2000.0
+#define ECO_PARAMS_B_MIN 0.001 /* a million parameters: below it no language model, and log-size curves run off */
 #define ECO_PARAMS_COUNT_MIN 1e6
 /* Model size of a request: params_b in billions, or an absolute count (>= 1e6, e.g. 7e9 -> 7); else the size
  * of the preset `model` names (NULL: none). *preset: that preset, or NULL. ECO_ENOTFOUND for an unknown

@@ -173,6 +173,9 @@ eco_err eco_resolve_model_size(const char *model, bool has_params_b, double para
                                   params_b, ECO_PARAMS_B_MAX);
         if (v > ECO_PARAMS_B_MAX)
             return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be <= %g billion, got %g", ECO_PARAMS_B_MAX, v);
+        if (v < ECO_PARAMS_B_MIN)
+            return eco_fail_field(ECO_EINVAL, "params_b", "params_b must be >= %g billion (a million parameters), got %g",
+                                  ECO_PARAMS_B_MIN, v);
         *params_b_out = v;
         return ECO_OK;
     }

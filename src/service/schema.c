@@ -70,9 +70,9 @@ static json_t *top(json_t *s, const char *name, const char *title)
 
 static json_t *params_b_schema(void)
 {
-    return described(json_pack("{s:s, s:f, s:[{s:f}, {s:f, s:f}]}", "type", "number", "exclusiveMinimum", 0.0, "anyOf", "maximum",
-                               2000.0, "minimum", 1e6, "maximum", 2e12),
-                     "Model size in billions (<= 2000), or an absolute parameter count (>= 1e6, e.g. 7e9 = 7B).");
+    return described(json_pack("{s:s, s:[{s:f, s:f}, {s:f, s:f}]}", "type", "number", "anyOf", "minimum", ECO_PARAMS_B_MIN,
+                               "maximum", ECO_PARAMS_B_MAX, "minimum", 1e6, "maximum", 2e12),
+                     "Model size in billions (0.001 to 2000), or an absolute parameter count (>= 1e6, e.g. 7e9 = 7B).");
 }
 
 static json_t *request(json_t *props, const char *required_first, ...)

@@ -246,6 +246,8 @@ static void test_validation(void **state)
     expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":-3}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b");
     expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":5000}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b");
     expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":3e12}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b");
+    expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":5e-324}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b"); /* no model so small */
+    expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":0.0005}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b");
     expect_error(svc, "{\"gpu\":\"ada\"}", ECO_PARAMS_JSON, ECO_EINVAL, "params_b");
     expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":7,\"batch\":1.5}", ECO_PARAMS_JSON, ECO_EINVAL, "batch");
     expect_error(svc, "{\"gpu\":\"ada\",\"params_b\":7,\"batch\":0}", ECO_PARAMS_JSON, ECO_EINVAL, "batch");
