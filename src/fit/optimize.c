@@ -311,7 +311,12 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     const char *arch = q->gpu->arch;
 
     r->vram_budget_gb = q->max_vram_gb > 0 ? q->max_vram_gb : q->gpu->vram_gb;
-    if (r->vram_budget_gb > q->gpu->vram_gb) {
+    /* a card missing from the table borrows a reference card's figures, not its memory: its own is what was given */
+    bool borrowed = q->card && eco_gpu_exact(q->card) != q->gpu;
+    if (borrowed && q->max_vram_gb > q->gpu->vram_gb) {
+        onote(r, "max_vram_gb %.1f is taken as the %s's memory (the %s it borrows figures from has %.0f GB)", q->max_vram_gb,
+              q->card, q->gpu->name, q->gpu->vram_gb);
+    } else if (r->vram_budget_gb > q->gpu->vram_gb) {
         onote(r, "max_vram_gb %.1f exceeds the %s's %.0f GB: the card's memory is the budget", q->max_vram_gb, q->gpu->name, q->gpu->vram_gb);
         r->vram_budget_gb = q->gpu->vram_gb;
     }

@@ -288,6 +288,18 @@ static void test_optimize_and_lists(void **state)
     assert_true(json_is_object(json_object_get(r, "closest_infeasible")));
     json_decref(r);
     json_decref(p);
+    /* a card missing from the table borrows a reference card's figures, not its memory: the budget given stands;
+     * a table card's own memory caps it */
+    p = json_loads("{\"gpu\":\"H100 NVL\",\"params_b\":40,\"max_vram_gb\":94}", 0, &jerr);
+    assert_int_equal(eco_service_optimize(svc, p, ECO_PARAMS_JSON, &r), ECO_OK);
+    assert_near(json_number_value(json_object_get(r, "vram_budget_gb")), 94, 1e-9);
+    json_decref(r);
+    json_decref(p);
+    p = json_loads("{\"gpu\":\"H100\",\"params_b\":40,\"max_vram_gb\":94}", 0, &jerr);
+    assert_int_equal(eco_service_optimize(svc, p, ECO_PARAMS_JSON, &r), ECO_OK);
+    assert_near(json_number_value(json_object_get(r, "vram_budget_gb")), 80, 1e-9);
+    json_decref(r);
+    json_decref(p);
     p = json_loads("{\"gpu\":\"T4\",\"params_b\":7,\"objective\":\"cheapest\"}", 0, &jerr);
     assert_int_equal(eco_service_optimize(svc, p, ECO_PARAMS_JSON, &r), ECO_EINVAL);
     assert_string_equal(eco_last_error_field(), "objective");
