@@ -465,15 +465,15 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     bool exact;
     if (q->card && eco_gpu_find(q->card, &spec, &exact) == ECO_OK) {
         double b16 = N * 1e9 * 2.0, bq = N * 1e9 * eco_precision_bits_per_weight(q->precision) / 8.0;
-        double gb16 = b16 / 1e9, gbq = bq / 1e9; /* as printed */
+        double gb16 = b16 / 1073741824.0, gbq = bq / 1073741824.0; /* GiB, as the optimizer's *_gb fields */
         /* the optimizer's test, so the two never disagree on whether weights fit */
 #define FITS(b) (eco_vram_needed_gib((b), 0) <= spec->vram_gb)
         if (!FITS(bq))
-            note(e, "the %s weights (%.0f GB) do not fit the %s's %.0f GB: this answer is for a model that needs more than "
+            note(e, "the %s weights (%.1f GiB) do not fit the %s's %.0f GB: this answer is for a model that needs more than "
                     "one card", eco_precision_name(q->precision), gbq, spec->name, spec->vram_gb);
         else if (!FITS(b16))
-            note(e, "fp16 weights (%.0f GB) do not fit the %s's %.0f GB: the fp16 baseline this ΔE is against needs more than one "
-                    "card, the %s weights (%.0f GB) fit", gb16, spec->name, spec->vram_gb, eco_precision_name(q->precision), gbq);
+            note(e, "fp16 weights (%.1f GiB) do not fit the %s's %.0f GB: the fp16 baseline this ΔE is against needs more than one "
+                    "card, the %s weights (%.1f GiB) fit", gb16, spec->name, spec->vram_gb, eco_precision_name(q->precision), gbq);
 #undef FITS
     }
     eco_clear_error();

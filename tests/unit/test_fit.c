@@ -286,7 +286,7 @@ static void test_provenance_when_request_and_data_differ(void **state)
     q.params_b = 72;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     said = false;
-    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "fp16 weights (144 GB) do not fit the H200's 141 GB") != NULL;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "fp16 weights (134.1 GiB) do not fit the H200's 141 GB") != NULL;
     assert_true(said);
     assert_true(eco_vram_needed_gib(144e9, 0) > 141);
     q.params_b = 7.5; /* within 15%: the model's measurement */
