@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "eco/fit.h"
+#include "eco/stats.h"
 
 #define SIZE_TOL 1e-6
 #define PROXY_SIGMA_PCT 10.0
@@ -45,6 +46,32 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
         if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
     }
     if (flagged) note(e, "%zu of %zu measurement(s) at this size carry flags: %s", flagged, hits, list);
+}
+
+/* The SD of ΔE between sessions that measured the same model at the same size on this curve (pooled over every
+ * such repeat), NAN when none repeats: what a single session's own spread cannot show. */
+static double session_scatter_sd(const eco_curve *c)
+{
+    double ss = 0;
+    size_t df = 0;
+    bool done[ECO_FIT_MAX_ANCHORS] = {false};
+    for (size_t i = 0; i < c->n_anchors; i++) {
+        if (done[i]) continue;
+        const eco_anchor *a = &c->anchors[i];
+        double sum = 0;
+        size_t k = 0, idx[ECO_FIT_MAX_ANCHORS];
+        for (size_t j = i; j < c->n_anchors; j++) {
+            const eco_anchor *b = &c->anchors[j];
+            if (done[j] || strcasecmp(a->model, b->model) || fabs(a->params_b - b->params_b) > SIZE_TOL * a->params_b) continue;
+            done[j] = true;
+            idx[k++] = j;
+            sum += b->delta_pct;
+        }
+        if (k < 2) continue;
+        for (size_t j = 0; j < k; j++) ss += pow(c->anchors[idx[j]].delta_pct - sum / (double)k, 2);
+        df += k - 1;
+    }
+    return df ? sqrt(ss / (double)df) : NAN;
 }
 
 /* One model however it is spelled: the same name in any case, or the same preset by its name, HF id or short id
@@ -141,9 +168,15 @@ eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *
     size_t n = b->n_points;
     for (size_t i = 0; i < n; i++)
         if (fabs(p[i].params_b - N) <= SIZE_TOL * N) {
-            out->value_mj = p[i].e_mj; out->lo_mj = p[i].e_min_mj; out->hi_mj = p[i].e_max_mj;
+            /* min..max of the baselines, never narrower than the floor: one baseline alone had a zero-width range,
+             * though absolute energy moved by up to 13% between units and builds of one card (data/h200) */
+            double floor_f = exp(1.96 * FP16_LOG_SIGMA_FLOOR);
+            out->value_mj = p[i].e_mj;
+            out->lo_mj = fmin(p[i].e_min_mj, p[i].e_mj / floor_f);
+            out->hi_mj = fmax(p[i].e_max_mj, p[i].e_mj * floor_f);
             out->label = ECO_LABEL_MEASURED;
-            out->basis_note = "fp16 baseline measured at this size (mean of the distinct baselines; range = min..max)";
+            out->basis_note = "fp16 baseline measured at this size (mean of the distinct baselines; range = their min..max, "
+                              "at least ±10%: absolute energy moves between units and builds of one card)";
             return ECO_OK;
         }
     /* power law E = c N^k over all points: its residual gives the band, its slope the extrapolation */
@@ -403,12 +436,21 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         e->n = ntr;
         e->n_anchors = hits;
         e->cv_pct = ncv ? cv / ncv : NAN;
-        /* trial SDs known for every anchor: SE of the mean; otherwise the curve's residual SD stands in for the
-         * between-session scatter a single trial cannot show */
-        double sig = (size_t)nsd == hits ? sqrt(var / ntr) / sqrt((double)ntr) : sig_curve;
-        if (sig < 1.0) sig = 1.0;
-        e->lo_pct = mn - 1.96 * sig;
-        e->hi_pct = mx + 1.96 * sig;
+        /* trial SDs known for every anchor: the SE of the mean, with Student's t for its few trials; otherwise the
+         * curve's residual SD stands in for the between-session scatter a single trial cannot show. One session's
+         * answer adds the scatter between sessions that repeated a measurement on this curve (min..max covers it
+         * where this answer has several). */
+        bool se_known = (size_t)nsd == hits;
+        double se = se_known ? sqrt(var / ntr) / sqrt((double)ntr) : sig_curve;
+        if (se < 1.0) se = 1.0;
+        double t = se_known ? eco_t975(ntr > 1 ? (size_t)ntr - 1 : 1) : 1.96;
+        double between = hits == 1 ? session_scatter_sd(c) : NAN;
+        double half = isfinite(between) ? sqrt(pow(t * se, 2) + pow(1.96 * between, 2)) : t * se;
+        e->lo_pct = mn - half;
+        e->hi_pct = mx + half;
+        if (isfinite(between))
+            note(e, "one session's measurement: its range adds the %.1f-point SD between sessions that repeated a "
+                    "measurement on this curve", between);
         if (hits > 1)
             note(e, "%zu measurements %s (%.1f to %.1f points); the value is their trial-weighted mean", hits,
                  named_hits ? "of this model" : "at this size", mn, mx);

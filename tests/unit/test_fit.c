@@ -332,14 +332,15 @@ static void test_provenance_when_request_and_data_differ(void **state)
     assert_near(e.e_quant.hi_mj / (e.e_fp16.hi_mj * (1 + e.hi_pct / 100)), 1.40 / 1.10, 1e-9);
     q.fp16_bytes_per_token = 0;
     q.ctx = 0;
-    /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (x/ 1.63 at 95%) */
+    /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (log-SD 0.25 in quadrature
+     * with the measured baseline's own floor of 0.05: x/ 1.65 at 95%) */
     q.card = "H200";
     q.batch = 8;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
     double f = eco_batch_energy_factor(8);
     assert_near(e.e_fp16.value_mj, 7000 * f, 1e-6);
-    assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, exp(1.96 * 0.25), 1e-9);
+    assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, exp(1.96 * sqrt(0.25 * 0.25 + 0.05 * 0.05)), 1e-9);
     q.batch = 1;
     /* nf4-dq: ampere has it on bitsandbytes, which is not carried over; hopper's own nf4 stands in */
     q.precision = ECO_PREC_NF4_DQ;
@@ -450,6 +451,57 @@ static void test_flagged_measurements_are_named(void **state)
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_MEASURED);
     for (size_t i = 0; i < e.n_notes; i++) assert_null(strstr(e.notes[i], "carry flags"));
+    free(set);
+}
+
+/* A measured answer's range: Student's t over its few trials, the scatter between sessions that repeated a
+ * measurement on the curve when the answer rests on one session, and an fp16 baseline never zero-width. */
+static void test_measured_ranges(void **state)
+{
+    (void)state;
+    eco_record rows[6];
+    static const double sizes[] = {1, 2, 3, 3, 5, 7}, deltas[] = {30, 20, 12, 8, 0, -5};
+    for (int i = 0; i < 6; i++) {
+        make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], deltas[i], 2, "m");
+        rows[i].e_quant_sd_mj = 0.01 * rows[i].e_quant_mj; /* 1% of E_q: 1 point of ΔE, about */
+        snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
+        snprintf(rows[i].model, sizeof rows[i].model, "m%.2f", sizes[i]); /* rows 2 and 3: one model, two sessions */
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
+    assert_non_null(c);
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 5.0, .batch = 1};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    /* one session of 2 trials: SE with t(1) = 12.71 (not 1.96), and the SD between the 3B sessions (12 and 8:
+     * 2.83 points) at 1.96 */
+    size_t k = 0;
+    while (k < c->n_anchors && fabs(c->anchors[k].params_b - 5.0) > 1e-9) k++;
+    assert_true(k < c->n_anchors);
+    double se = c->anchors[k].sd_pct / sqrt(2.0), between = sqrt(8.0);
+    if (se < 1.0) se = 1.0;
+    double half = sqrt(pow(eco_t975(1) * se, 2) + pow(1.96 * between, 2));
+    assert_near(e.hi_pct - e.delta_pct, half, 1e-9);
+    assert_near(e.delta_pct - e.lo_pct, half, 1e-9);
+    bool said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "adds the 2.8-point SD between sessions") != NULL;
+    assert_true(said);
+    /* two sessions at 3B: min..max plus the SE part only (their spread is in min..max already) */
+    q.params_b = 3.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.n_anchors, 2);
+    assert_true(e.lo_pct < 8 && e.hi_pct > 12);
+    for (size_t i = 0; i < e.n_notes; i++) assert_null(strstr(e.notes[i], "between sessions"));
+    /* the fp16 baseline at a measured size with one baseline: at least +-10% (log-SD 0.05 at 1.96) */
+    q.params_b = 5.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, exp(1.96 * 0.05), 1e-9);
+    assert_near(e.e_fp16.value_mj / e.e_fp16.lo_mj, exp(1.96 * 0.05), 1e-9);
     free(set);
 }
 
@@ -679,7 +731,9 @@ int main(void)
         cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
-        cmocka_unit_test(test_provenance_when_request_and_data_differ),    cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
+        cmocka_unit_test(test_provenance_when_request_and_data_differ),
+        cmocka_unit_test(test_measured_ranges),
+        cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
