@@ -494,6 +494,14 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
 
     if (c->n_pooled) note(e, "curve pools %zu measurement protocols (explicit pool option)", c->n_pooled);
     else note(e, "curve fitted on protocol %s only (%zu rows left out)", c->protocol, c->n_excluded);
+    size_t tied = 0;
+    const char *tied_source = NULL;
+    for (size_t i = 0; i < c->n_excluded; i++)
+        if (strstr(c->excluded[i].reason, "tied with the chosen group")) tied++, tied_source = tied_source ? tied_source : c->excluded[i].source;
+    if (tied)
+        note(e, "%zu rows of another group as large as this curve's (another session or stack, e.g. %s) were left out by "
+                "name alone: the answer rests on one of two equal groups, which may disagree (eco fit --source-file fits "
+                "the other)", tied, tied_source);
     if (!strncmp(c->backend, "eco ", 4))
         note(e, "measured with EcoCompute's own CUDA engine (%s), not bitsandbytes/HF eager: the reference stack's "
                 "kernels and host syncs decode slower (data/h200), so its ΔE is likely higher", c->backend);

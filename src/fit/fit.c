@@ -317,13 +317,13 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
     }
 
     const char *chosen = NULL; /* group key */
+    size_t best = 0;
     if (opt.pool) {
         snprintf(c->protocol, sizeof c->protocol, "pooled");
         for (size_t j = 0; j < nkeys && c->n_pooled < ECO_FIT_MAX_PROTOCOLS; j++)
             snprintf(c->pooled_protocols[c->n_pooled++], 96, "%.95s", keys[j]);
     } else if (nkeys) {
         /* largest group; ties: more trials, then the smaller key (deterministic) */
-        size_t best = 0;
         for (size_t j = 1; j < nkeys; j++)
             if (counts[j] > counts[best] || (counts[j] == counts[best] &&
                                               (trials[j] > trials[best] ||
@@ -341,7 +341,12 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
         group_key(r, opt.split_backend, g, sizeof g);
         if (opt.protocol && !opt.pool && strcmp(k, opt.protocol)) { add_excluded(c, r, "protocol %.60s not selected", k); continue; }
         if (chosen && strcmp(g, chosen)) {
-            add_excluded(c, r, "%.60s: not the largest group", g);
+            size_t j = 0;
+            while (j < nkeys && strcmp(keys[j], g)) j++;
+            if (j < nkeys && counts[j] == counts[best] && trials[j] == trials[best]) /* not smaller: say so */
+                add_excluded(c, r, "%.50s: tied with the chosen group; chosen by name", g);
+            else
+                add_excluded(c, r, "%.60s: not the largest group", g);
             continue;
         }
         if (chosen && !c->protocol[0]) {

@@ -505,6 +505,44 @@ static void test_measured_ranges(void **state)
     free(set);
 }
 
+/* Two groups as large as each other (rows and trials): one is fitted, the other's rows say it was a tie, not
+ * that they were fewer, and an estimate on the curve says its answer rests on one of two equal groups. */
+static void test_tied_groups_are_said(void **state)
+{
+    (void)state;
+    eco_record rows[6];
+    static const double sizes[] = {1, 3, 7};
+    for (int i = 0; i < 6; i++) {
+        make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i % 3], i < 3 ? 10 - 5 * i : -5 * i, 2, "m");
+        snprintf(rows[i].backend, sizeof rows[i].backend, "%s", i < 3 ? "stack-b" : "stack-a");
+        snprintf(rows[i].source, sizeof rows[i].source, "t:%d", i);
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
+    assert_string_equal(c->backend, "stack-a"); /* the smaller name */
+    assert_int_equal(c->n_excluded, 3);
+    for (size_t i = 0; i < c->n_excluded; i++) assert_non_null(strstr(c->excluded[i].reason, "tied with the chosen group"));
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    bool said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "3 rows of another group as large as this curve's") != NULL;
+    assert_true(said);
+    /* one more row in stack-b: the larger group wins, and the others are plainly not the largest */
+    eco_record more[7];
+    memcpy(more, rows, sizeof rows);
+    make_row(&more[6], "ada", ECO_PREC_NF4, 5, 0, 2, "m");
+    snprintf(more[6].backend, sizeof more[6].backend, "stack-b");
+    assert_int_equal(eco_fit_all(more, 7, &o, set), ECO_OK);
+    c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
+    assert_string_equal(c->backend, "stack-b");
+    for (size_t i = 0; i < c->n_excluded; i++) assert_non_null(strstr(c->excluded[i].reason, "not the largest group"));
+    free(set);
+}
+
 static void test_unknown_gpu(void **state)
 {
     (void)state;
@@ -733,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
         cmocka_unit_test(test_provenance_when_request_and_data_differ),
         cmocka_unit_test(test_measured_ranges),
+        cmocka_unit_test(test_tied_groups_are_said),
         cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
