@@ -263,6 +263,15 @@ void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, co
               gpu_asked, gpu->arch, gpu->name, gpu->vram_gb, vram_given ? "" : "; give max_vram_gb for this card's memory");
 }
 
+/* The step energy factor of batch b kept from falling as b grows: the largest f(k)·k over k = 1, 2, 4, ... up to
+ * b (and b itself), f being eco_batch_energy_factor. */
+static double step_energy_floor(int b)
+{
+    double most = eco_batch_energy_factor(b) * b;
+    for (int k = 1; k < b; k *= 2) most = fmax(most, eco_batch_energy_factor(k) * k);
+    return most;
+}
+
 /* Front order: latency ascending, then energy ascending. */
 static bool front_before(const eco_optimize_result *r, int a, int b)
 {
@@ -377,8 +386,11 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             /* a step cannot draw more than the board allows: energy per step / power limit bounds it from below
              * (on the H200 the roofline alone gave Qwen2.5-7B nf4 689 tok/s at 1239 mJ a token, 854 W). A borrowed
              * (proxy) ΔE bounds it at the top of its range, so a guess cannot buy speed. */
-            double e_step = c->energy_mj * proxy_top_factor(c);
-            double t_pow = power_bound && isfinite(e_step) ? e_step * 1e-3 * b / q->gpu->board_power_w : 0;
+            /* a step of b tokens takes at least the energy of a smaller batch's step: the borrowed sweep's per-token
+             * factor falls faster than 1/b between some batches (32 below half of 16), which would make a larger
+             * batch's step faster */
+            double e_step = c->energy_mj / f * proxy_top_factor(c) * step_energy_floor(b); /* mJ a step */
+            double t_pow = power_bound && isfinite(e_step) ? e_step * 1e-3 / q->gpu->board_power_w : 0;
             if (t_pow > t) t = t_pow, c->bound = "power", power_bounded++;
             if (!power_bound && isfinite(c->energy_mj) && c->energy_mj * 1e-3 * b / t > q->gpu->board_power_w) over_power++;
             /* a long context reads KV bytes the short-context measurements did not */

@@ -705,6 +705,8 @@ static void test_optimizer_pinned_batch(void **state)
     for (int i = 0; i < 5; i++) {
         make_row(&rows[i], "ampere", ECO_PREC_INT8, sizes[i], 20 - 5 * i, 2, "m");
         make_row(&rows[5 + i], "ampere", ECO_PREC_NF4, sizes[i], 30 - 10 * i, 2, "m");
+        snprintf(rows[i].gpu, sizeof rows[i].gpu, "A800"); /* the card's own energy: its power limit bounds a step */
+        snprintf(rows[5 + i].gpu, sizeof rows[5 + i].gpu, "A800");
     }
     eco_curve_set *set = malloc(sizeof *set);
     eco_fit_options o;
@@ -733,6 +735,23 @@ static void test_optimizer_pinned_batch(void **state)
         }
         assert_true(saw_int8);
     }
+    /* a step of more tokens is never modelled faster: the borrowed sweep's per-token energy at batch 32 is under
+     * half of 16's, which had made the power-bound batch-32 step shorter */
+    double last[ECO_PREC_COUNT];
+    for (int p = 0; p < ECO_PREC_COUNT; p++) last[p] = 0;
+    int power_bound = 0;
+    for (int b = 1; b <= 64; b *= 2) {
+        q.batch = b;
+        assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+        for (size_t i = 0; i < r->n; i++) {
+            const eco_candidate *cd = &r->cand[i];
+            if (!cd->feasible) continue;
+            power_bound += !strcmp(cd->bound, "power");
+            assert_true(cd->latency_ms >= last[cd->precision] * (1 - 1e-12));
+            last[cd->precision] = cd->latency_ms;
+        }
+    }
+    assert_true(power_bound > 0); /* the bound the rule is about was in play */
     q.batch = -1;
     assert_int_equal(eco_optimize_run(set, &q, r), ECO_EINVAL);
     assert_string_equal(eco_last_error_field(), "batch");
