@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "eco/err.h"
 
@@ -40,7 +41,13 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
  * service has no store (--db) or cannot find the schema. */
 #define ECO_SERVICE_MAX_REPLICATION_BYTES ((size_t)1 << 20)
 eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t len, json_t **result);
-eco_err eco_service_replications(eco_service *svc, json_t **result);
+/* A page of the stored replications (params: offset, limit up to ECO_REPLICATIONS_PAGE_MAX; default
+ * ECO_REPLICATIONS_PAGE), without their documents, with the total count. */
+#define ECO_REPLICATIONS_PAGE 100
+#define ECO_REPLICATIONS_PAGE_MAX 1000
+eco_err eco_service_replications(eco_service *svc, const json_t *params, eco_params_origin origin, json_t **result);
+/* One stored replication's document, its bytes as submitted (caller frees *doc); ENOTFOUND without that id. */
+eco_err eco_service_replication_doc(eco_service *svc, int64_t id, char **doc, size_t *len);
 
 /* JSON Schemas (draft 2020-12, using only keywords common to draft-07) of each operation's input and
  * output, named "estimate_request", "estimate_response", "optimize_request", "optimize_response",

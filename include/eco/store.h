@@ -185,15 +185,21 @@ typedef struct {
     eco_validation validation;
     char validation_message[512];
     char submitted_at[32];
-    char *doc;             /* the raw document (owned; eco_store_free_replications frees it) */
+    char run_id[ECO_SESSION_SIZE], gpu[ECO_GPU_NAME_SIZE], model[ECO_MODEL_NAME_SIZE]; /* "" when the document has none */
+    char *doc;             /* the raw document, by eco_store_get_replication only (owned; free it) */
 } eco_replication;
 
 /* Stores the raw document (validation is the caller's). Keyed by its SHA-256: the same bytes again give
- * *inserted = false and leave the first row unchanged. */
+ * *inserted = false and leave the first row unchanged. A valid document with the run_id of a stored valid one but
+ * other bytes is refused (EINVAL, field run_id): one run, one replication. */
 eco_err eco_store_add_replication(eco_store *s, const char *name, const char *doc, size_t len,
                                   eco_validation validation, const char *validation_message, int64_t *id,
                                   bool *inserted);
-eco_err eco_store_list_replications(eco_store *s, eco_replication **out, size_t *count);
+/* A page of replications in id order, without their documents; *total counts them all. */
+eco_err eco_store_list_replications(eco_store *s, size_t offset, size_t limit, eco_replication **out, size_t *count,
+                                    size_t *total);
+/* One replication with its document (ENOTFOUND when there is none of that id). */
+eco_err eco_store_get_replication(eco_store *s, int64_t id, eco_replication *out);
 void eco_store_free_replications(eco_replication *r, size_t count);
 
 /* Our own measured energy.json documents, keyed by run id. The same document again is a no-op (*inserted false);

@@ -14,6 +14,7 @@ typedef enum {
     ROUTE_MODELS,
     ROUTE_MEASUREMENTS,
     ROUTE_REPLICATIONS,
+    ROUTE_REPLICATION, /* /v1/replications/{id} */
     ROUTE_OPENAPI,
     ROUTE_HEALTHZ,
     ROUTE_METRICS,

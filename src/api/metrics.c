@@ -21,7 +21,7 @@ static const unsigned status_codes[STATUS_COUNT] = {
 const char *api_route_name(api_route r)
 {
     static const char *const names[ROUTE_COUNT] = {"/v1/estimate", "/v1/optimize", "/v1/architectures", "/v1/gpus",
-                                                   "/v1/models", "/v1/measurements", "/v1/replications", "/openapi.json", "/healthz",
+                                                   "/v1/models", "/v1/measurements", "/v1/replications", "/v1/replications/{id}", "/openapi.json", "/healthz",
                                                    "/metrics", "static", "none"};
     return (unsigned)r < ROUTE_COUNT ? names[r] : "none";
 }

@@ -11,7 +11,8 @@
 static const char *const schema_names[] = {"estimate_request",       "estimate_response",   "optimize_request",
                                            "optimize_response",      "architectures_response", "gpus_response",
                                            "models_response",        "measurements_request", "measurements_response",
-                                           "replication_submit_response", "replications_response", "problem"};
+                                           "replication_submit_response", "replications_request", "replications_response",
+                                           "problem"};
 
 /* Rewrite "#/$defs/X" references to "#/components/schemas/<owner>_X", recursively. */
 static void rewrite_refs(json_t *node, const char *owner)
@@ -186,10 +187,15 @@ static json_t *problem_response(const char *description);
 /* GET lists submitted replications; POST takes an energy.json (up to 1 MiB), validates it against the published
  * schema and stores it: 201 stored, 200 stored before, 422 with the schema errors (or a problem when this server
  * keeps no store). */
-static json_t *replications_path(void)
+static json_t *replications_path(json_t *query_only)
 {
     json_t *get = operation("replicationsGet", "data", "Submitted replications",
-                            "Replications stored on this server: id, name, hash, validation status, GPU and model.");
+                            "A page of the replications stored on this server, in id order: id, name, hash, validation "
+                            "status, run id, GPU and model (the documents themselves: /v1/replications/{id}), and the "
+                            "total count. Submitted documents are kept for review; they join the fitted dataset only "
+                            "when a maintainer imports them (`eco import --run`), so /v1/measurements does not list them.");
+    json_t *req = json_object_get(query_only, "replications_request");
+    if (req) json_object_set_new(get, "parameters", query_parameters(req));
     json_t *responses = json_object();
     json_object_set_new(responses, "200", ok_response("The list.", json_content(ref("schemas", "replications_response"))));
     add_errors(responses, false, false);
@@ -218,6 +224,22 @@ static json_t *replications_path(void)
     return json_pack("{s:o, s:o}", "get", get, "post", post);
 }
 
+/* GET one stored replication: its bytes as submitted. */
+static json_t *replication_path(void)
+{
+    json_t *get = operation("replicationGet", "data", "One submitted replication's document",
+                            "The energy.json exactly as it was submitted (the bytes its sha256 is of).");
+    json_object_set_new(get, "parameters",
+                        json_pack("[{s:s, s:s, s:b, s:{s:s, s:i}}]", "name", "id", "in", "path", "required", 1, "schema",
+                                  "type", "integer", "minimum", 1));
+    json_t *responses = json_object();
+    json_object_set_new(responses, "200", ok_response("The document.", json_content(json_pack("{s:s}", "type", "object"))));
+    add_errors(responses, false, false);
+    json_object_set_new(responses, "404", problem_response("No replication has this id."));
+    json_object_set_new(get, "responses", responses);
+    return json_pack("{s:o}", "get", get);
+}
+
 static json_t *problem_response(const char *description)
 {
     return json_pack("{s:s, s:{s:o}, s:{s:{s:o}}}", "description", description, "headers", "Cache-Control",
@@ -233,7 +255,8 @@ json_t *eco_api_openapi(void)
     json_t *query_only = json_object();
     for (size_t i = 0; i < sizeof schema_names / sizeof schema_names[0]; i++) {
         json_t *s = eco_service_schema(schema_names[i]);
-        if (s) add_schema(strcmp(schema_names[i], "measurements_request") ? schemas : query_only, schema_names[i], s);
+        bool get_only = !strcmp(schema_names[i], "measurements_request") || !strcmp(schema_names[i], "replications_request");
+        if (s) add_schema(get_only ? query_only : schemas, schema_names[i], s);
     }
     if (!json_object_get(schemas, "problem")) /* the transport's own shape, should the service lack one */
         json_object_set_new(schemas, "problem", json_pack(
@@ -255,9 +278,10 @@ json_t *eco_api_openapi(void)
                                      "optimize_request", "optimize_response"));
     json_object_set_new(paths, "/v1/measurements",
                         service_path(schemas, query_only, "measurements", "data",
-                                     "Measured comparisons (reference data and replications), filtered", false,
+                                     "Measured comparisons (reference data and imported runs), filtered", false,
                                      "measurements_request", "measurements_response"));
-    json_object_set_new(paths, "/v1/replications", replications_path());
+    json_object_set_new(paths, "/v1/replications", replications_path(query_only));
+    json_object_set_new(paths, "/v1/replications/{id}", replication_path());
     json_object_set_new(paths, "/v1/architectures",
                         simple_path("architectures", "data", "GPU architectures with fitted curves",
                                     "Each architecture with its precisions, the model sizes measured and the crossover size.",

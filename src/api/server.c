@@ -72,7 +72,7 @@ typedef struct {
 
 #define DISCARD_LIMIT_BYTES (1u << 20) /* beyond this an oversized body is cut off with the connection */
 #define CACHE_PUBLIC "public, max-age=300"
-#define CACHE_MEASUREMENTS "public, max-age=60" /* the store can gain replications while serving */
+#define CACHE_MEASUREMENTS "public, max-age=60" /* eco import may add rows to the store while serving */
 #define CACHE_NONE "no-store"
 #define ALLOW_GET "GET, HEAD, OPTIONS"
 #define ALLOW_GET_POST "GET, HEAD, POST, OPTIONS"
@@ -261,10 +261,17 @@ static const route_entry routes[] = {
     {"/metrics", ROUTE_METRICS, false},
 };
 
+#define REPLICATION_PREFIX "/v1/replications/"
+
 static const route_entry *find_route(const char *path)
 {
+    static const route_entry one_replication = {REPLICATION_PREFIX "{id}", ROUTE_REPLICATION, false};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(path, routes[i].path)) return &routes[i];
+    const char *id = path + strlen(REPLICATION_PREFIX);
+    size_t digits = strspn(id, "0123456789");
+    if (!strncmp(path, REPLICATION_PREFIX, strlen(REPLICATION_PREFIX)) && digits && digits <= 18 && !id[digits])
+        return &one_replication;
     return NULL;
 }
 
@@ -414,7 +421,8 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
         }
         if (rq->route == ROUTE_REPLICATIONS) return submit_replication(api, con, rq);
         err = eco_api_parse_body(rq->body ? rq->body : "", rq->body_len, &params);
-    } else if (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_MEASUREMENTS) {
+    } else if (rq->route == ROUTE_ESTIMATE || rq->route == ROUTE_OPTIMIZE || rq->route == ROUTE_MEASUREMENTS ||
+               rq->route == ROUTE_REPLICATIONS) {
         err = eco_api_parse_query(query, qlen, &params);
     } else if (qlen && rq->route != ROUTE_OPENAPI && rq->route != ROUTE_HEALTHZ && rq->route != ROUTE_METRICS) {
         enum MHD_Result ret = refuse_named_query(con, rq, query, qlen, false, &answered);
@@ -436,9 +444,20 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
         cache = CACHE_MEASUREMENTS;
         break;
     case ROUTE_REPLICATIONS:
-        err = eco_service_replications(api->svc, &result);
+        err = eco_service_replications(api->svc, params, origin, &result);
         cache = CACHE_NONE;
         break;
+    case ROUTE_REPLICATION: { /* the stored bytes, as submitted */
+        char *doc;
+        size_t len;
+        if ((err = eco_service_replication_doc(api->svc, strtoll(path + strlen(REPLICATION_PREFIX), NULL, 10), &doc, &len))) {
+            json_decref(params);
+            if (err == ECO_ENOTFOUND) return send_problem(con, rq, 404, "about:blank", eco_last_error(), "id", NULL);
+            return send_service_error(con, rq, err);
+        }
+        json_decref(params);
+        return send_body(con, rq, 200, doc, len, true, CT_JSON, CACHE_NONE, NULL);
+    }
     case ROUTE_OPENAPI: return queue(con, rq, 200, api->r_openapi);
     case ROUTE_HEALTHZ: return queue(con, rq, 200, api->r_healthz);
     case ROUTE_METRICS: {

@@ -266,12 +266,25 @@ static json_t *replication_submit_response(void)
                "errors", array_of(err), NULL);
 }
 
+static json_t *replications_request(void)
+{
+    json_t *p = json_object();
+    json_object_set_new(p, "offset", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 0, "maximum", 1000000000),
+                                               "Replications to skip, in id order (default 0)."));
+    json_object_set_new(p, "limit", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1, "maximum",
+                                                        ECO_REPLICATIONS_PAGE_MAX),
+                                              "Replications in the page (default 100)."));
+    return request(p, NULL);
+}
+
 static json_t *replications_response(void)
 {
     json_t *row = obj("id", t("integer"), "name", t("string"), "sha256", t("string"), "validation",
-                      enum_of("valid", "invalid", "unvalidated", NULL), "submitted_at", t("string"), "gpu", tnull("string"),
-                      "model", tnull("string"), NULL);
-    return obj("replications", array_of(row), "count", json_pack("{s:s, s:i}", "type", "integer", "minimum", 0), NULL);
+                      enum_of("valid", "invalid", "unvalidated", NULL), "submitted_at", t("string"), "run_id",
+                      tnull("string"), "gpu", tnull("string"), "model", tnull("string"), NULL);
+    json_t *count = json_pack("{s:s, s:i}", "type", "integer", "minimum", 0);
+    return obj("replications", array_of(row), "count", count, "total", json_deep_copy(count), "offset",
+               json_deep_copy(count), "limit", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), NULL);
 }
 
 static json_t *problem(void)
@@ -299,6 +312,7 @@ json_t *eco_service_schema(const char *name)
         {"measurements_response", "Measured comparisons", measurements_response},
         {"replication_submit_response", "Replication submission: accepted and stored, or the schema errors",
          replication_submit_response},
+        {"replications_request", "A page of replications", replications_request},
         {"replications_response", "Submitted replications", replications_response},
         {"problem", "Problem details (RFC 9457)", problem},
     };

@@ -540,31 +540,50 @@ eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t
     return *result ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
 }
 
-eco_err eco_service_replications(eco_service *svc, json_t **result)
+static const pspec replications_spec[] = {{"offset", P_INT, 0, 1e9}, {"limit", P_INT, 1, ECO_REPLICATIONS_PAGE_MAX}};
+
+eco_err eco_service_replications(eco_service *svc, const json_t *params, eco_params_origin origin, json_t **result)
 {
     *result = NULL;
+    pval v[2];
+    eco_err e = parse_params(params, origin, replications_spec, 2, v);
+    if (e) return e;
+    size_t offset = v[0].present ? (size_t)v[0].d : 0, limit = v[1].present ? (size_t)v[1].d : ECO_REPLICATIONS_PAGE;
     json_t *list = json_array();
+    size_t total = 0;
     if (svc->store) {
         eco_replication *r = NULL;
         size_t n = 0;
+        /* the metadata columns only: a listing reads no document, so a large store does not hold the lock long */
         pthread_mutex_lock(&svc->store_lock);
-        eco_err e = eco_store_list_replications(svc->store, &r, &n);
+        e = eco_store_list_replications(svc->store, offset, limit, &r, &n, &total);
         pthread_mutex_unlock(&svc->store_lock);
         if (e) { json_decref(list); return e; }
-        for (size_t i = 0; i < n; i++) {
-            json_t *d = json_loads(r[i].doc, 0, NULL);
-            const json_t *gpu = json_object_get(json_object_get(d, "environment"), "gpu");
-            const char *gname = json_string_value(json_object_get(gpu, "name"));
-            const char *model = json_string_value(json_object_get(json_object_get(d, "weights"), "model"));
-            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o}", "id", (json_int_t)r[i].id, "name",
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)r[i].id, "name",
                                                   r[i].name, "sha256", r[i].sha256, "validation",
-                                                  eco_validation_name(r[i].validation), "submitted_at", r[i].submitted_at, "gpu",
-                                                  gname ? json_string(gname) : json_null(), "model",
-                                                  model ? json_string(model) : json_null()));
-            json_decref(d);
-        }
+                                                  eco_validation_name(r[i].validation), "submitted_at", r[i].submitted_at,
+                                                  "run_id", r[i].run_id[0] ? json_string(r[i].run_id) : json_null(),
+                                                  "gpu", r[i].gpu[0] ? json_string(r[i].gpu) : json_null(), "model",
+                                                  r[i].model[0] ? json_string(r[i].model) : json_null()));
         eco_store_free_replications(r, n);
     }
-    *result = json_pack("{s:o, s:I}", "replications", list, "count", (json_int_t)json_array_size(list));
+    *result = json_pack("{s:o, s:I, s:I, s:I, s:I}", "replications", list, "count", (json_int_t)json_array_size(list), "total",
+                        (json_int_t)total, "offset", (json_int_t)offset, "limit", (json_int_t)limit);
     return *result ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
+}
+
+eco_err eco_service_replication_doc(eco_service *svc, int64_t id, char **doc, size_t *len)
+{
+    *doc = NULL;
+    *len = 0;
+    if (!svc->store) return eco_fail(ECO_EUNSUPPORTED, "no measurement database is configured for this service");
+    eco_replication r;
+    pthread_mutex_lock(&svc->store_lock);
+    eco_err e = eco_store_get_replication(svc->store, id, &r);
+    pthread_mutex_unlock(&svc->store_lock);
+    if (e) return e;
+    *doc = r.doc;
+    *len = strlen(r.doc);
+    return ECO_OK;
 }

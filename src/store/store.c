@@ -86,6 +86,17 @@ static const char *const migrations[] = {
     ") STRICT;",
     /* the import that made or last confirmed a link, so an import lists its own links only */
     "ALTER TABLE import_links ADD COLUMN import_id INTEGER NOT NULL DEFAULT 0;",
+    /* 5: a replication's run id, card and model beside its document: listed without reading every document, and
+     * one run stored once */
+    "ALTER TABLE replications ADD COLUMN run_id TEXT;"
+    "ALTER TABLE replications ADD COLUMN gpu TEXT;"
+    "ALTER TABLE replications ADD COLUMN model TEXT;"
+    "UPDATE replications SET "
+    "  run_id = CASE WHEN json_type(doc, '$.run_id') = 'text' THEN json_extract(doc, '$.run_id') END,"
+    "  gpu = CASE WHEN json_type(doc, '$.environment.gpu.name') = 'text' THEN json_extract(doc, '$.environment.gpu.name') END,"
+    "  model = CASE WHEN json_type(doc, '$.weights.model') = 'text' THEN json_extract(doc, '$.weights.model') END "
+    "WHERE json_valid(doc);"
+    "CREATE INDEX replications_run_id ON replications (run_id);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
@@ -792,14 +803,23 @@ static eco_err check_doc(const char *what, const char *doc, size_t len)
     return ECO_OK;
 }
 
+/* SQL: the string at a JSON path of a document parameter, NULL when it is not a string or not JSON. */
+#define DOC_TEXT_AT(param, path) \
+    "(CASE WHEN json_valid(" param ") AND json_type(" param ", '" path "') = 'text' THEN json_extract(" param ", '" path "') END)"
+
 eco_err eco_store_add_replication(eco_store *s, const char *name, const char *doc, size_t len,
                                   eco_validation validation, const char *validation_message, int64_t *id,
                                   bool *inserted)
 {
     static const char find[] = "SELECT id FROM replications WHERE sha256 = ?";
     /* a second server on the same file may store the same bytes between the lookup and the insert: no conflict */
-    static const char ins[] = "INSERT INTO replications (name, sha256, doc, validation, validation_message, "
-                              "submitted_at) VALUES (?,?,?,?,?,?) ON CONFLICT(sha256) DO NOTHING";
+    static const char ins[] =
+        "INSERT INTO replications (name, sha256, doc, validation, validation_message, submitted_at, run_id, gpu, model) "
+        "VALUES (?1,?2,?3,?4,?5,?6," DOC_TEXT_AT("?3", "$.run_id") "," DOC_TEXT_AT("?3", "$.environment.gpu.name") ","
+        DOC_TEXT_AT("?3", "$.weights.model") ") ON CONFLICT(sha256) DO NOTHING";
+    /* one run is one replication: other bytes under the run id of a valid stored one are refused (an invalid one
+     * may be corrected and sent again) */
+    static const char same_run[] = "SELECT id FROM replications WHERE validation = 'valid' AND run_id = " DOC_TEXT_AT("?1", "$.run_id");
     if (inserted) *inserted = false;
     eco_err e = check_doc("replication", doc, len);
     if (e) return e;
@@ -818,6 +838,17 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return store_db_fail(s, "looking up a replication");
+    if (validation == ECO_VALIDATION_VALID) {
+        if (!(st = store_stmt(s, same_run))) return eco_last_error_code();
+        sqlite3_bind_text(st, 1, doc, (int)len, SQLITE_TRANSIENT);
+        rc = sqlite3_step(st);
+        int64_t other = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_fail(s, "looking up a replication's run");
+        if (other)
+            return eco_fail_field(ECO_EINVAL, "run_id", "this run is stored as replication #%lld, with other bytes: a run is "
+                                  "submitted once (a new measurement has its own run_id)", (long long)other);
+    }
     st = store_stmt(s, ins);
     if (!st) return eco_last_error_code();
     char now[32];
@@ -845,14 +876,37 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
     return ECO_OK;
 }
 
-eco_err eco_store_list_replications(eco_store *s, eco_replication **out, size_t *count)
+static void read_replication_row(sqlite3_stmt *st, eco_replication *x)
 {
-    static const char sql[] = "SELECT id, name, sha256, validation, validation_message, submitted_at, doc "
-                              "FROM replications ORDER BY id";
+    memset(x, 0, sizeof *x);
+    char val[16];
+    x->id = sqlite3_column_int64(st, 0);
+    store_column_text(st, 1, x->name, sizeof x->name);
+    store_column_text(st, 2, x->sha256, sizeof x->sha256);
+    store_column_text(st, 3, val, sizeof val);
+    x->validation = !strcmp(val, "valid") ? ECO_VALIDATION_VALID
+                    : !strcmp(val, "invalid") ? ECO_VALIDATION_INVALID : ECO_VALIDATION_UNVALIDATED;
+    store_column_text(st, 4, x->validation_message, sizeof x->validation_message);
+    store_column_text(st, 5, x->submitted_at, sizeof x->submitted_at);
+    store_column_text(st, 6, x->run_id, sizeof x->run_id);
+    store_column_text(st, 7, x->gpu, sizeof x->gpu);
+    store_column_text(st, 8, x->model, sizeof x->model);
+}
+
+#define REPLICATION_COLUMNS "id, name, sha256, validation, validation_message, submitted_at, run_id, gpu, model"
+
+eco_err eco_store_list_replications(eco_store *s, size_t offset, size_t limit, eco_replication **out, size_t *count,
+                                    size_t *total)
+{
+    static const char sql[] = "SELECT " REPLICATION_COLUMNS " FROM replications ORDER BY id LIMIT ? OFFSET ?";
     *out = NULL;
     *count = 0;
+    eco_err e = eco_store_count(s, "replications", total);
+    if (e) return e;
     sqlite3_stmt *st = store_stmt(s, sql);
     if (!st) return eco_last_error_code();
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)(offset > INT64_MAX ? INT64_MAX : offset));
     size_t n = 0, cap = 0;
     eco_replication *v = NULL;
     int rc;
@@ -863,27 +917,32 @@ eco_err eco_store_list_replications(eco_store *s, eco_replication **out, size_t 
             if (!nv) { eco_store_free_replications(v, n); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
             v = nv;
         }
-        eco_replication *x = &v[n];
-        memset(x, 0, sizeof *x);
-        char val[16];
-        x->id = sqlite3_column_int64(st, 0);
-        store_column_text(st, 1, x->name, sizeof x->name);
-        store_column_text(st, 2, x->sha256, sizeof x->sha256);
-        store_column_text(st, 3, val, sizeof val);
-        x->validation = !strcmp(val, "valid") ? ECO_VALIDATION_VALID
-                        : !strcmp(val, "invalid") ? ECO_VALIDATION_INVALID : ECO_VALIDATION_UNVALIDATED;
-        store_column_text(st, 4, x->validation_message, sizeof x->validation_message);
-        store_column_text(st, 5, x->submitted_at, sizeof x->submitted_at);
-        const unsigned char *doc = sqlite3_column_text(st, 6);
-        x->doc = strdup(doc ? (const char *)doc : "");
-        n++;
-        if (!x->doc) { eco_store_free_replications(v, n); sqlite3_reset(st); return eco_fail(ECO_ENOMEM, "store: out of memory"); }
+        read_replication_row(st, &v[n++]);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) { eco_store_free_replications(v, n); return store_db_fail(s, "listing replications"); }
     *out = v;
     *count = n;
     return ECO_OK;
+}
+
+eco_err eco_store_get_replication(eco_store *s, int64_t id, eco_replication *out)
+{
+    static const char sql[] = "SELECT " REPLICATION_COLUMNS ", doc FROM replications WHERE id = ?";
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = store_stmt(s, sql);
+    if (!st) return eco_last_error_code();
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        read_replication_row(st, out);
+        const unsigned char *doc = sqlite3_column_text(st, 9);
+        out->doc = strdup(doc ? (const char *)doc : "");
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) return eco_fail_field(ECO_ENOTFOUND, "id", "no replication #%lld", (long long)id);
+    if (rc != SQLITE_ROW) return store_db_fail(s, "reading a replication");
+    return out->doc ? ECO_OK : eco_fail(ECO_ENOMEM, "store: out of memory");
 }
 
 void eco_store_free_replications(eco_replication *r, size_t count)

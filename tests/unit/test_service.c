@@ -389,12 +389,46 @@ static void test_replications(void **state)
     json_decref(r);
     free(doc);
 
-    assert_int_equal(eco_service_replications(svc, &r), ECO_OK);
+    assert_int_equal(eco_service_replications(svc, NULL, ECO_PARAMS_JSON, &r), ECO_OK);
     assert_int_equal(json_integer_value(json_object_get(r, "count")), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "replications"), 0), "gpu")),
-                        "NVIDIA H200");
+    assert_int_equal(json_integer_value(json_object_get(r, "total")), 1);
+    json_t *first = json_array_get(json_object_get(r, "replications"), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "gpu")), "NVIDIA H200");
+    assert_non_null(strstr(json_string_value(json_object_get(first, "run_id")), "Qwen2.5-1.5B"));
+    json_int_t stored_id = json_integer_value(json_object_get(first, "id"));
     assert_valid("replications_response", r);
     json_decref(r);
+
+    /* the same run again with other bytes (re-indented): one run is one replication */
+    doc = slurp(eco_test_path("ECO_SOURCE_DIR", "data/h200/h200_qwen2.5-1.5b.energy.json", path, sizeof path));
+    json_t *parsed = json_loads(doc, 0, NULL);
+    char *other = json_dumps(parsed, JSON_INDENT(3));
+    json_decref(parsed);
+    assert_int_equal(eco_service_submit_replication(svc, other, strlen(other), &r), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "run_id");
+    assert_non_null(strstr(eco_last_error(), "stored as replication #"));
+    free(other);
+    /* its stored bytes come back as submitted */
+    char *got = NULL;
+    size_t got_len = 0;
+    assert_int_equal(eco_service_replication_doc(svc, stored_id, &got, &got_len), ECO_OK);
+    assert_int_equal(got_len, strlen(doc));
+    assert_memory_equal(got, doc, got_len);
+    free(got);
+    free(doc);
+    assert_int_equal(eco_service_replication_doc(svc, stored_id + 100, &got, &got_len), ECO_ENOTFOUND);
+    /* pages: offset and limit, the total whatever the page */
+    json_t *page = json_pack("{s:i}", "offset", 1);
+    assert_int_equal(eco_service_replications(svc, page, ECO_PARAMS_JSON, &r), ECO_OK);
+    assert_int_equal(json_integer_value(json_object_get(r, "count")), 0);
+    assert_int_equal(json_integer_value(json_object_get(r, "total")), 1);
+    assert_valid("replications_response", r);
+    json_decref(r);
+    json_decref(page);
+    page = json_pack("{s:i}", "limit", 0);
+    assert_int_equal(eco_service_replications(svc, page, ECO_PARAMS_JSON, &r), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "limit");
+    json_decref(page);
     eco_service_close(svc);
     unlink(db);
 }

@@ -105,6 +105,38 @@ static eco_record find_one(eco_store *s, const char *gpu, const char *model, con
 
 /* ---------------------------------------------------------------- migrations */
 
+/* Migration 5 reads the replications already stored: run id, card and model beside each document. */
+static void test_migration_5_replication_columns(void **state)
+{
+    (void)state;
+    char p[512];
+    tmp_path("v4.db", p, sizeof p);
+    eco_store *s;
+    assert_int_equal(eco_store_open_version(p, 4, &s), ECO_OK);
+    eco_store_close(s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+        "INSERT INTO replications (name, sha256, doc, validation, submitted_at) VALUES ('r.json', 'x', "
+        "'{\"run_id\": \"r-1\", \"environment\": {\"gpu\": {\"name\": \"NVIDIA H200\"}}, \"weights\": {\"model\": 7}}', "
+        "'valid', '2026-01-01T00:00:00Z'), ('bad.json', 'y', 'not json', 'invalid', '2026-01-01T00:00:00Z');",
+        NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(eco_store_open(p, &s), ECO_OK);
+    /* migration 5 read the stored documents' run id, card and model (a non-string model and a non-JSON document
+     * give none) */
+    eco_replication *rep;
+    size_t nrep, total;
+    assert_int_equal(eco_store_list_replications(s, 0, 10, &rep, &nrep, &total), ECO_OK);
+    assert_int_equal(nrep, 2);
+    assert_string_equal(rep[0].run_id, "r-1");
+    assert_string_equal(rep[0].gpu, "NVIDIA H200");
+    assert_string_equal(rep[0].model, "");
+    assert_string_equal(rep[1].run_id, "");
+    eco_store_free_replications(rep, nrep);
+    eco_store_close(s);
+}
+
 static void test_migration_from_v1(void **state)
 {
     (void)state;
@@ -647,10 +679,15 @@ static void test_replications_and_runs(void **state)
     assert_int_equal(eco_store_add_replication(s, "empty.json", "", 0, ECO_VALIDATION_VALID, "", NULL, &inserted),
                      ECO_EINVAL);
     eco_replication *r;
-    size_t n;
-    assert_int_equal(eco_store_list_replications(s, &r, &n), ECO_OK);
+    size_t n, total;
+    assert_int_equal(eco_store_list_replications(s, 0, 10, &r, &n, &total), ECO_OK);
     assert_int_equal(n, 1);
-    assert_string_equal(r[0].doc, doc);
+    assert_int_equal(total, 1);
+    assert_null(r[0].doc); /* a listing reads no document */
+    eco_replication one;
+    assert_int_equal(eco_store_get_replication(s, r[0].id, &one), ECO_OK);
+    assert_string_equal(one.doc, doc);
+    free(one.doc);
     assert_string_equal(r[0].name, "a.energy.json");
     assert_int_equal(r[0].validation, ECO_VALIDATION_INVALID);
     char sha[65];
@@ -759,6 +796,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migration_from_v1),
+        cmocka_unit_test(test_migration_5_replication_columns),
         cmocka_unit_test(test_refuses_newer_and_foreign_databases),
         cmocka_unit_test(test_import_reference_and_reimport),
         cmocka_unit_test(test_import_shared_folder_with_manifest),
