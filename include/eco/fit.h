@@ -81,7 +81,7 @@ typedef struct {
     size_t n_pooled;                                         /* > 0 only with the pool option */
     char pooled_protocols[ECO_FIT_MAX_PROTOCOLS][96];
     size_t n_sessions;
-    char sessions[ECO_FIT_MAX_SESSIONS][64];
+    char sessions[ECO_FIT_MAX_SESSIONS][ECO_SESSION_SIZE];
 
     eco_curve_form form;
     eco_weighting weighting;

@@ -152,8 +152,8 @@ static eco_err read_curve(const json_t *o, eco_curve *c, const char *w)
     TRY(get_arr(o, "sessions", ECO_FIT_MAX_SESSIONS, &a, w));
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *s = json_array_get(a, i);
-        if (!json_is_string(s) || json_string_length(s) >= 64) return bad(w, "sessions: bad item");
-        snprintf(c->sessions[c->n_sessions++], 64, "%s", json_string_value(s));
+        if (!json_is_string(s) || json_string_length(s) >= sizeof c->sessions[0]) return bad(w, "sessions: bad item");
+        snprintf(c->sessions[c->n_sessions++], sizeof c->sessions[0], "%s", json_string_value(s));
     }
     TRY(get_str(o, "form", tmp, sizeof tmp, w));
     if (eco_curve_form_parse(tmp, &c->form)) { eco_clear_error(); return bad(w, "unknown form"); }

@@ -105,23 +105,32 @@ static eco_record find_one(eco_store *s, const char *gpu, const char *model, con
 
 /* ---------------------------------------------------------------- migrations */
 
+/* A store left at an older schema version, with rows that version's tables hold written into it (sql); p gets
+ * its path. */
+static void old_store(const char *name, int version, const char *sql, char *p, size_t cap)
+{
+    tmp_path(name, p, cap);
+    eco_store *s;
+    assert_int_equal(eco_store_open_version(p, version, &s), ECO_OK);
+    assert_int_equal(eco_store_user_version(s), version);
+    eco_store_close(s);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 /* Migration 5 reads the replications already stored: run id, card and model beside each document. */
 static void test_migration_5_replication_columns(void **state)
 {
     (void)state;
     char p[512];
-    tmp_path("v4.db", p, sizeof p);
+    old_store("v4.db", 4,
+              "INSERT INTO replications (name, sha256, doc, validation, submitted_at) VALUES ('r.json', 'x', "
+              "'{\"run_id\": \"r-1\", \"environment\": {\"gpu\": {\"name\": \"NVIDIA H200\"}}, \"weights\": {\"model\": 7}}', "
+              "'valid', '2026-01-01T00:00:00Z'), ('bad.json', 'y', 'not json', 'invalid', '2026-01-01T00:00:00Z');",
+              p, sizeof p);
     eco_store *s;
-    assert_int_equal(eco_store_open_version(p, 4, &s), ECO_OK);
-    eco_store_close(s);
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-        "INSERT INTO replications (name, sha256, doc, validation, submitted_at) VALUES ('r.json', 'x', "
-        "'{\"run_id\": \"r-1\", \"environment\": {\"gpu\": {\"name\": \"NVIDIA H200\"}}, \"weights\": {\"model\": 7}}', "
-        "'valid', '2026-01-01T00:00:00Z'), ('bad.json', 'y', 'not json', 'invalid', '2026-01-01T00:00:00Z');",
-        NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
     assert_int_equal(eco_store_open(p, &s), ECO_OK);
     /* migration 5 read the stored documents' run id, card and model (a non-string model and a non-JSON document
      * give none) */
@@ -141,22 +150,14 @@ static void test_migration_from_v1(void **state)
 {
     (void)state;
     char p[512];
-    tmp_path("old.db", p, sizeof p);
-    eco_store *s;
-    assert_int_equal(eco_store_open_version(p, 1, &s), ECO_OK);
-    assert_int_equal(eco_store_user_version(s), 1);
-    eco_store_close(s);
     /* a row written by the v1 schema */
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-        "INSERT INTO sessions (id, gpu, arch) VALUES ('old', 'RTX 4090', 'ada');"
-        "INSERT INTO records (origin, source, content_hash, gpu, arch, model, params_b, precision, e_fp16_mj, "
-        "e_quant_mj, n_trials, basis, method, protocol, session) VALUES ('run', 'run-1', 'h', 'RTX 4090', 'ada', "
-        "'Qwen2-7B', 7, 'nf4', 100, 80, 3, 'gross', 'nvml-energy-counter', 'tok256/gross/nvml-energy-counter', 'old');",
-        NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
-
+    old_store("old.db", 1,
+              "INSERT INTO sessions (id, gpu, arch) VALUES ('old', 'RTX 4090', 'ada');"
+              "INSERT INTO records (origin, source, content_hash, gpu, arch, model, params_b, precision, e_fp16_mj, "
+              "e_quant_mj, n_trials, basis, method, protocol, session) VALUES ('run', 'run-1', 'h', 'RTX 4090', 'ada', "
+              "'Qwen2-7B', 7, 'nf4', 100, 80, 3, 'gross', 'nvml-energy-counter', 'tok256/gross/nvml-energy-counter', 'old');",
+              p, sizeof p);
+    eco_store *s;
     assert_int_equal(eco_store_open(p, &s), ECO_OK);
     assert_int_equal(eco_store_user_version(s), eco_store_schema_version());
     assert_true(eco_store_schema_version() >= 3);
