@@ -15,11 +15,12 @@ typedef enum {
     ECO_BASIS_NET    /* idle power subtracted ("active" energy) */
 } eco_energy_basis;
 
-/* String sizes (bytes, with the NUL) that hold what a valid energy.json may carry: gpu.name and run_id up to 128
- * characters, weights.model up to 256; a run's row source is "<file>[@<run_id>]#<precision>". A longer (multi-byte)
- * string is refused on import, never cut: a cut id would merge two runs. */
-#define ECO_GPU_NAME_SIZE 129
-#define ECO_MODEL_NAME_SIZE 257
+/* String sizes (bytes, with the NUL) that hold what a valid energy.json may carry: gpu.name up to 128 characters
+ * and weights.model up to 256, of up to 4 UTF-8 bytes each; run_id up to 128 ASCII characters; a run's row source
+ * is "<file>[@<run_id>]#<precision>". A longer string is refused on import, never cut: a cut id would merge two
+ * runs. */
+#define ECO_GPU_NAME_SIZE (4 * 128 + 1)
+#define ECO_MODEL_NAME_SIZE (4 * 256 + 1)
 #define ECO_SESSION_SIZE 129
 #define ECO_SOURCE_SIZE 416
 

@@ -126,6 +126,12 @@ static void add_errors(json_t *responses, bool post, bool service)
     json_object_set_new(responses, "500", ref("responses", "InternalError"));
 }
 
+/* Operations that read or write the store: it may be locked by another writer, or its disk full (503). */
+static void add_store_errors(json_t *responses)
+{
+    json_object_set_new(responses, "503", ref("responses", "ServiceUnavailable"));
+}
+
 static json_t *operation(const char *id, const char *tag, const char *summary, const char *description)
 {
     return json_pack("{s:s, s:[s], s:s, s:s}", "operationId", id, "tags", tag, "summary", summary, "description",
@@ -199,6 +205,7 @@ static json_t *replications_path(json_t *query_only)
     json_t *responses = json_object();
     json_object_set_new(responses, "200", ok_response("The list.", json_content(ref("schemas", "replications_response"))));
     add_errors(responses, false, false);
+    add_store_errors(responses);
     json_object_set_new(get, "responses", responses);
 
     json_t *post = operation("replicationsPost", "data", "Submit a replication (an energy.json)",
@@ -214,6 +221,7 @@ static json_t *replications_path(json_t *query_only)
                                                       json_content(ref("schemas", "replication_submit_response"))));
     json_object_set_new(responses, "201", ok_response("Valid and stored.", json_content(ref("schemas", "replication_submit_response"))));
     add_errors(responses, true, false);
+    add_store_errors(responses);
     json_t *invalid = json_pack("{s:s, s:{s:o}, s:{s:{s:o}, s:{s:o}}}", "description",
                                 "Not stored: the schema errors by JSON Pointer, or (problem) this server keeps no store.",
                                 "headers", "Cache-Control", ref("headers", "CacheControl"), "content", "application/json",
@@ -234,7 +242,8 @@ static json_t *replication_path(void)
                                   "type", "integer", "minimum", 1));
     json_t *responses = json_object();
     json_object_set_new(responses, "200", ok_response("The document.", json_content(json_pack("{s:s}", "type", "object"))));
-    add_errors(responses, false, false);
+    add_errors(responses, false, true); /* 422: this server keeps no store */
+    add_store_errors(responses);
     json_object_set_new(responses, "404", problem_response("No replication has this id."));
     json_object_set_new(get, "responses", responses);
     return json_pack("{s:o}", "get", get);
@@ -280,6 +289,7 @@ json_t *eco_api_openapi(void)
                         service_path(schemas, query_only, "measurements", "data",
                                      "Measured comparisons (reference data and imported runs), filtered", false,
                                      "measurements_request", "measurements_response"));
+    add_store_errors(json_object_get(json_object_get(json_object_get(paths, "/v1/measurements"), "get"), "responses"));
     json_object_set_new(paths, "/v1/replications", replications_path(query_only));
     json_object_set_new(paths, "/v1/replications/{id}", replication_path());
     json_object_set_new(paths, "/v1/architectures",
@@ -317,6 +327,9 @@ json_t *eco_api_openapi(void)
                                                                             "(e.g. a precision not measured on that "
                                                                             "architecture)."));
     json_object_set_new(responses, "InternalError", problem_response("An internal error."));
+    json_object_set_new(responses, "ServiceUnavailable",
+                        problem_response("The store is locked by another writer past its busy timeout, or its disk is "
+                                         "full: nothing was stored; retry after the Retry-After seconds."));
 
     json_t *headers = json_pack(
         "{s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}}", "CacheControl", "description",

@@ -268,11 +268,10 @@ static const route_entry *find_route(const char *path)
     static const route_entry one_replication = {REPLICATION_PREFIX "{id}", ROUTE_REPLICATION, false};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if (!strcmp(path, routes[i].path)) return &routes[i];
+    if (strncmp(path, REPLICATION_PREFIX, strlen(REPLICATION_PREFIX))) return NULL;
     const char *id = path + strlen(REPLICATION_PREFIX);
     size_t digits = strspn(id, "0123456789");
-    if (!strncmp(path, REPLICATION_PREFIX, strlen(REPLICATION_PREFIX)) && digits && digits <= 18 && !id[digits])
-        return &one_replication;
-    return NULL;
+    return digits && digits <= 18 && !id[digits] ? &one_replication : NULL;
 }
 
 /* Where no query parameters are taken (a POST's go in its body; some routes take none): a query that names one is

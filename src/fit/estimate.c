@@ -13,6 +13,8 @@
 #define PROXY_SIGMA_PCT 10.0
 #define WEAK_PROXY_SIGMA_PCT 20.0
 #define FP16_LOG_SIGMA_FLOOR 0.05
+/* a measured fp16 baseline's range reaches at least this far either way (absolute energy between units, builds) */
+#define FP16_MEASURED_FLOOR 0.10
 /* A model name counts as a measurement of that model only near its measured size: a name with another size
  * (model=Llama-3.1-8B, params_b=70) is the size's question, not the measurement's. */
 #define NAME_SIZE_TOL 0.15
@@ -50,6 +52,8 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
 
 /* The SD of ΔE between sessions that measured the same model at the same size on this curve (pooled over every
  * such repeat), NAN when none repeats: what a single session's own spread cannot show. */
+static bool same_model(const char *asked, const eco_model_config *asked_preset, const char *anchor_model);
+
 static double session_scatter_sd(const eco_curve *c)
 {
     double ss = 0;
@@ -58,11 +62,16 @@ static double session_scatter_sd(const eco_curve *c)
     for (size_t i = 0; i < c->n_anchors; i++) {
         if (done[i]) continue;
         const eco_anchor *a = &c->anchors[i];
+        const eco_model_config *preset = eco_preset_find(a->model);
         double sum = 0;
         size_t k = 0, idx[ECO_FIT_MAX_ANCHORS];
         for (size_t j = i; j < c->n_anchors; j++) {
             const eco_anchor *b = &c->anchors[j];
-            if (done[j] || strcasecmp(a->model, b->model) || fabs(a->params_b - b->params_b) > SIZE_TOL * a->params_b) continue;
+            if (done[j] || !same_model(a->model, preset, b->model) || fabs(a->params_b - b->params_b) > SIZE_TOL * a->params_b)
+                continue;
+            bool new_session = true; /* one session's rows repeat nothing between sessions */
+            for (size_t m = 0; m < k; m++) new_session &= strcmp(c->anchors[idx[m]].session, b->session) != 0;
+            if (!new_session) continue;
             done[j] = true;
             idx[k++] = j;
             sum += b->delta_pct;
@@ -170,10 +179,9 @@ eco_err eco_fp16_energy(const eco_fp16_baseline *b, double N, eco_energy_value *
         if (fabs(p[i].params_b - N) <= SIZE_TOL * N) {
             /* min..max of the baselines, never narrower than the floor: one baseline alone had a zero-width range,
              * though absolute energy moved by up to 13% between units and builds of one card (data/h200) */
-            double floor_f = exp(1.96 * FP16_LOG_SIGMA_FLOOR);
             out->value_mj = p[i].e_mj;
-            out->lo_mj = fmin(p[i].e_min_mj, p[i].e_mj / floor_f);
-            out->hi_mj = fmax(p[i].e_max_mj, p[i].e_mj * floor_f);
+            out->lo_mj = fmin(p[i].e_min_mj, p[i].e_mj * (1 - FP16_MEASURED_FLOOR));
+            out->hi_mj = fmax(p[i].e_max_mj, p[i].e_mj * (1 + FP16_MEASURED_FLOOR));
             out->label = ECO_LABEL_MEASURED;
             out->basis_note = "fp16 baseline measured at this size (mean of the distinct baselines; range = their min..max, "
                               "at least ±10%: absolute energy moves between units and builds of one card)";
@@ -443,8 +451,11 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         bool se_known = (size_t)nsd == hits;
         double se = se_known ? sqrt(var / ntr) / sqrt((double)ntr) : sig_curve;
         if (se < 1.0) se = 1.0;
-        double t = se_known ? eco_t975(ntr > 1 ? (size_t)ntr - 1 : 1) : 1.96;
-        double between = hits == 1 ? session_scatter_sd(c) : NAN;
+        /* the pooled SD's degrees of freedom: every anchor's trials less its own mean */
+        size_t df = (size_t)ntr > hits ? (size_t)ntr - hits : 1;
+        double t = se_known ? eco_t975(df) : 1.96;
+        /* where the trial SDs are unknown the curve's residual SD already stands in for the scatter */
+        double between = hits == 1 && se_known ? session_scatter_sd(c) : NAN;
         double half = isfinite(between) ? sqrt(pow(t * se, 2) + pow(1.96 * between, 2)) : t * se;
         e->lo_pct = mn - half;
         e->hi_pct = mx + half;

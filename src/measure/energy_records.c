@@ -93,11 +93,13 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
     /* names are stored whole or not at all: a cut run id would merge two runs, a cut model two models */
     const char *run_id = str(doc, "run_id"), *model = str(w, "preset") ? str(w, "preset") : str(w, "model");
     const char *gpu_name = str(gpu, "name");
-    if ((run_id && strlen(run_id) >= ECO_SESSION_SIZE) || (gpu_name && strlen(gpu_name) >= ECO_GPU_NAME_SIZE) ||
-        (model && strlen(model) >= ECO_MODEL_NAME_SIZE) || strlen(source) + 16 >= ECO_SOURCE_SIZE)
-        return eco_fail_field(ECO_EINVAL, "run_id", "%s: the run id, GPU or model name is too long to store whole "
-                              "(%d, %d and %d bytes at most)", source, ECO_SESSION_SIZE - 1, ECO_GPU_NAME_SIZE - 1,
-                              ECO_MODEL_NAME_SIZE - 1);
+    const struct { const char *field, *value; size_t cap; } names[] = {
+        {"run_id", run_id, ECO_SESSION_SIZE}, {"environment.gpu.name", gpu_name, ECO_GPU_NAME_SIZE},
+        {"weights.model", model, ECO_MODEL_NAME_SIZE}, {"file name", source, ECO_SOURCE_SIZE - 16}};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (names[k].value && strlen(names[k].value) >= names[k].cap)
+            return eco_fail_field(ECO_EINVAL, names[k].field, "%.80s: the %s is too long to store whole (%zu bytes at most)",
+                                  source, names[k].field, names[k].cap - 1);
     const json_t *comps = json_object_get(doc, "comparisons");
     eco_record *rows = calloc(json_array_size(comps) + 1, sizeof *rows);
     if (!rows) return eco_fail(ECO_ENOMEM, "out of memory");

@@ -559,14 +559,18 @@ eco_err eco_service_replications(eco_service *svc, const json_t *params, eco_par
         e = eco_store_list_replications(svc->store, offset, limit, &r, &n, &total);
         pthread_mutex_unlock(&svc->store_lock);
         if (e) { json_decref(list); return e; }
-        for (size_t i = 0; i < n; i++)
-            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)r[i].id, "name",
+        for (size_t i = 0; i < n && !e; i++) {
+            json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)r[i].id, "name",
                                                   r[i].name, "sha256", r[i].sha256, "validation",
                                                   eco_validation_name(r[i].validation), "submitted_at", r[i].submitted_at,
                                                   "run_id", r[i].run_id[0] ? json_string(r[i].run_id) : json_null(),
                                                   "gpu", r[i].gpu[0] ? json_string(r[i].gpu) : json_null(), "model",
-                                                  r[i].model[0] ? json_string(r[i].model) : json_null()));
+                                                  r[i].model[0] ? json_string(r[i].model) : json_null());
+            /* a row that cannot be written is an error, never silently left out of the page */
+            if (!row || json_array_append_new(list, row)) e = eco_fail(ECO_ENOMEM, "listing replication #%lld", (long long)r[i].id);
+        }
         eco_store_free_replications(r, n);
+        if (e) { json_decref(list); return e; }
     }
     *result = json_pack("{s:o, s:I, s:I, s:I, s:I}", "replications", list, "count", (json_int_t)json_array_size(list), "total",
                         (json_int_t)total, "offset", (json_int_t)offset, "limit", (json_int_t)limit);

@@ -891,6 +891,10 @@ static void read_replication_row(sqlite3_stmt *st, eco_replication *x)
     store_column_text(st, 6, x->run_id, sizeof x->run_id);
     store_column_text(st, 7, x->gpu, sizeof x->gpu);
     store_column_text(st, 8, x->model, sizeof x->model);
+    /* sized for what a valid document holds; anything longer stays valid UTF-8 for the JSON answer */
+    eco_utf8_cut_partial(x->name);
+    eco_utf8_cut_partial(x->gpu);
+    eco_utf8_cut_partial(x->model);
 }
 
 #define REPLICATION_COLUMNS "id, name, sha256, validation, validation_message, submitted_at, run_id, gpu, model"
@@ -1007,7 +1011,9 @@ void eco_store_rollback(eco_store *s)
 eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap)
 {
     if (cap) buf[0] = '\0';
-    sqlite3_stmt *st = store_stmt(s, "SELECT source FROM records WHERE origin = 'run' AND session = ? ORDER BY id LIMIT 1");
+    /* rows stored before run ids were kept whole hold its first 63 bytes as their session */
+    sqlite3_stmt *st = store_stmt(s, "SELECT source FROM records WHERE origin = 'run' AND (session = ?1 OR (length(session) = 63 "
+                                     "AND session = substr(?1, 1, 63))) ORDER BY session = ?1 DESC, id LIMIT 1");
     if (!st) return eco_last_error_code();
     store_bind_text(st, 1, run_id, false);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) && cap) {
@@ -1039,8 +1045,8 @@ eco_err eco_store_check_integrity(eco_store *s)
 eco_err eco_store_run_file_taken(eco_store *s, const char *file, const char *run_id, bool *taken)
 {
     *taken = false;
-    sqlite3_stmt *st = store_stmt(s, "SELECT 1 FROM records WHERE origin = 'run' AND session <> ?2 AND "
-                                     "substr(source, 1, length(?1) + 1) = ?1 || '#' LIMIT 1");
+    sqlite3_stmt *st = store_stmt(s, "SELECT 1 FROM records WHERE origin = 'run' AND session <> ?2 AND NOT (length(session) = 63 "
+                                     "AND session = substr(?2, 1, 63)) AND substr(source, 1, length(?1) + 1) = ?1 || '#' LIMIT 1");
     if (!st) return eco_last_error_code();
     store_bind_text(st, 1, file, false);
     store_bind_text(st, 2, run_id, false);

@@ -190,6 +190,10 @@ for db in runs long; do
   [ "$(sqlite3 "$T/$db.db" "SELECT count(DISTINCT session) || ' ' || count(*) FROM records WHERE origin = 'run'")" = "2 2" ] || fail "runs merged: $(sqlite3 "$T/$db.db" "SELECT source, session FROM records WHERE origin = 'run'")"
 done
 sqlite3 "$T/runs.db" "SELECT source FROM records WHERE origin = 'run'" | grep -qx 'energy.json@Llama-3.1-8B-hopper-20261204T162856Z#nf4' || fail "the second energy.json is not named by its run id"
+# a store written before run ids were kept whole holds their first 63 bytes: the same run again is the same rows
+[ "$(sqlite3 "$T/long.db" "UPDATE records SET session = substr(session, 1, 63) WHERE origin = 'run' AND source LIKE 'energy.json.long.json#%' AND session LIKE '%first'; SELECT changes()")" = 1 ] || fail "no row to cut"
+"$ECO" import --db "$T/long.db" --run "$T/ra/energy.json.long.json" | grep -q "1 row(s), 0 new" || fail "a run stored under its cut id was stored again"
+[ "$(sqlite3 "$T/long.db" "SELECT count(*) FROM records WHERE origin = 'run'")" = 2 ] || fail "rows after the re-import: $(sqlite3 "$T/long.db" "SELECT source, session FROM records")"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"
 

@@ -47,6 +47,8 @@ static int setup(void **state)
     make_row(&rows[7], "ampere", ECO_PREC_INT8_MIXED, 14.0, 107, "Qwen2.5-14B");
     make_row(&rows[8], "ampere", ECO_PREC_NF4, 7.0, -4, "Mistral-7B");
     snprintf(rows[3].flags, sizeof rows[3].flags, "throttled fp16:throttled"); /* kept through the round trip */
+    memset(rows[8].session, 'R', ECO_SESSION_SIZE - 1); /* a run id of the schema's 128 characters, kept whole */
+    rows[8].session[ECO_SESSION_SIZE - 1] = '\0';
     eco_curve_set *set = malloc(sizeof *set);
     eco_fit_options o;
     eco_fit_options_default(&o);
@@ -98,6 +100,10 @@ static void test_curves_deterministic_and_round_trip(void **state)
     char *c = slurp(curves_path2);
     assert_string_equal(a, c);
     assert_non_null(strstr(a, "\"flags\": \"throttled fp16:throttled\""));
+    bool long_session = false;
+    for (size_t i = 0; i < set->n_curves; i++)
+        for (size_t k = 0; k < set->curves[i].n_sessions; k++) long_session |= strlen(set->curves[i].sessions[k]) == 128;
+    assert_true(long_session);
     /* an anchor without flags (curves written before they had them) reads as none; a non-string is refused */
     json_error_t jerr0;
     json_t *old = json_loads(a, 0, &jerr0);
@@ -417,11 +423,30 @@ static void test_replications(void **state)
     free(got);
     free(doc);
     assert_int_equal(eco_service_replication_doc(svc, stored_id + 100, &got, &got_len), ECO_ENOTFOUND);
+    /* a card named in 70 two-byte characters (valid: the schema counts characters) is listed whole, not cut
+     * mid-character and dropped from the page */
+    doc = slurp(eco_test_path("ECO_SOURCE_DIR", "data/h200/h200_qwen2.5-3b.energy.json", path, sizeof path));
+    parsed = json_loads(doc, 0, NULL);
+    free(doc);
+    char wide[160] = "NVIDIA H200X ";
+    for (int k = 0; k < 70; k++) strcat(wide, "\xc3\xa9");
+    json_object_set_new(json_object_get(json_object_get(parsed, "environment"), "gpu"), "name", json_string(wide));
+    other = json_dumps(parsed, JSON_COMPACT);
+    json_decref(parsed);
+    if (eco_service_submit_replication(svc, other, strlen(other), &r) != ECO_OK) fail_msg("%s", eco_last_error());
+    assert_true(json_is_true(json_object_get(r, "stored")));
+    json_decref(r);
+    free(other);
+    assert_int_equal(eco_service_replications(svc, NULL, ECO_PARAMS_JSON, &r), ECO_OK);
+    assert_int_equal(json_integer_value(json_object_get(r, "count")), 2);
+    assert_int_equal(json_integer_value(json_object_get(r, "total")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "replications"), 1), "gpu")), wide);
+    json_decref(r);
     /* pages: offset and limit, the total whatever the page */
-    json_t *page = json_pack("{s:i}", "offset", 1);
+    json_t *page = json_pack("{s:i}", "offset", 2);
     assert_int_equal(eco_service_replications(svc, page, ECO_PARAMS_JSON, &r), ECO_OK);
     assert_int_equal(json_integer_value(json_object_get(r, "count")), 0);
-    assert_int_equal(json_integer_value(json_object_get(r, "total")), 1);
+    assert_int_equal(json_integer_value(json_object_get(r, "total")), 2);
     assert_valid("replications_response", r);
     json_decref(r);
     json_decref(page);
