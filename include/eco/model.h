@@ -33,6 +33,9 @@ size_t eco_preset_count(void);
 const eco_model_config *eco_preset_at(size_t i);
 /* Case-insensitive; accepts the preset name or the HF id ("Qwen/Qwen2.5-7B"). NULL when unknown. */
 const eco_model_config *eco_preset_find(const char *name);
+/* One model however it is spelled: the same name in any case, or one preset by its name, HF id or the id's short
+ * name ("TinyLlama-1.1B" is "TinyLlama/TinyLlama-1.1B-Chat-v1.0" is "tinyllama-1.1b-chat-v1.0"). */
+bool eco_same_model(const char *a, const char *b);
 const char *eco_model_family_name(eco_model_family f);
 
 uint64_t eco_model_param_count(const eco_model_config *c);

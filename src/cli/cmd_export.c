@@ -13,7 +13,8 @@ static void usage(FILE *out)
             "usage: eco export --db FILE [--format csv|json] [--arch A] [--precision P] [--gpu G] [--model M]\n"
             "                  [--session ID] [--source-file NAME] [--origin reference|run]\n"
             "Writes the records (with delta %%, protocol, flags and perplexity) to stdout; CSV by default.\n"
-            "--source-file measured.csv selects exactly the anchor's curve-fitting input.\n");
+            "--source-file measured.csv selects exactly the anchor's curve-fitting input. --gpu matches any case and\n"
+            "the NVML name (H200 finds NVIDIA H200); --model any spelling of a preset (name, HF id, short id).\n");
 }
 
 int eco_cmd_export(int argc, char **argv)

@@ -52,8 +52,6 @@ static void flagged_note(eco_estimate *e, const eco_curve *c, size_t hits)
 
 /* The SD of ΔE between sessions that measured the same model at the same size on this curve (pooled over every
  * such repeat), NAN when none repeats: what a single session's own spread cannot show. */
-static bool same_model(const char *asked, const eco_model_config *asked_preset, const char *anchor_model);
-
 static double session_scatter_sd(const eco_curve *c)
 {
     double ss = 0;
@@ -62,12 +60,11 @@ static double session_scatter_sd(const eco_curve *c)
     for (size_t i = 0; i < c->n_anchors; i++) {
         if (done[i]) continue;
         const eco_anchor *a = &c->anchors[i];
-        const eco_model_config *preset = eco_preset_find(a->model);
         double sum = 0;
         size_t k = 0, idx[ECO_FIT_MAX_ANCHORS];
         for (size_t j = i; j < c->n_anchors; j++) {
             const eco_anchor *b = &c->anchors[j];
-            if (done[j] || !same_model(a->model, preset, b->model) || fabs(a->params_b - b->params_b) > SIZE_TOL * a->params_b)
+            if (done[j] || !eco_same_model(a->model, b->model) || fabs(a->params_b - b->params_b) > SIZE_TOL * a->params_b)
                 continue;
             bool new_session = true; /* one session's rows repeat nothing between sessions */
             for (size_t m = 0; m < k; m++) new_session &= strcmp(c->anchors[idx[m]].session, b->session) != 0;
@@ -83,13 +80,6 @@ static double session_scatter_sd(const eco_curve *c)
     return df ? sqrt(ss / (double)df) : NAN;
 }
 
-/* One model however it is spelled: the same name in any case, or the same preset by its name, HF id or short id
- * (an anchor stored as "TinyLlama-1.1B-Chat-v1.0" is a measurement of the preset asked as "TinyLlama-1.1B"). */
-static bool same_model(const char *asked, const eco_model_config *asked_preset, const char *anchor_model)
-{
-    if (!strcasecmp(asked, anchor_model)) return true;
-    return asked_preset && eco_preset_find(anchor_model) == asked_preset;
-}
 
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
@@ -399,14 +389,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     double sig_curve = isfinite(c->resid_sd_pct) && c->resid_sd_pct > 2.0 ? c->resid_sd_pct : 2.0;
 
     /* measured: anchors at this size, or of the same model */
-    const eco_model_config *asked_preset = q->model && *q->model ? eco_preset_find(q->model) : NULL;
     size_t hits = 0, named_hits = 0;
     const eco_anchor *named_elsewhere = NULL, *named_shifted = NULL;
     size_t named_idx[ECO_FIT_MAX_ANCHORS];
     if (!proxy)
         for (size_t i = 0; i < c->n_anchors; i++) {
             const eco_anchor *a = &c->anchors[i];
-            bool named = q->model && *q->model && same_model(q->model, asked_preset, a->model);
+            bool named = q->model && *q->model && eco_same_model(q->model, a->model);
             bool same_size = fabs(a->params_b - N) <= SIZE_TOL * a->params_b;
             bool near = fabs(a->params_b - N) <= NAME_SIZE_TOL * a->params_b;
             if (named && !near) named_elsewhere = a;

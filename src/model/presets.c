@@ -54,6 +54,14 @@ const eco_model_config *eco_preset_find(const char *name)
     return NULL;
 }
 
+bool eco_same_model(const char *a, const char *b)
+{
+    if (!a || !b) return false;
+    if (!strcasecmp(a, b)) return true;
+    const eco_model_config *p = eco_preset_find(a);
+    return p && eco_preset_find(b) == p;
+}
+
 const char *eco_model_family_name(eco_model_family f)
 {
     switch (f) {

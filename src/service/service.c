@@ -462,7 +462,6 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
                                                         "GET /v1/replications lists them");
         else return eco_fail_field(ECO_EINVAL, "origin", "origin must be reference or run, got '%s'", v[4].s);
     }
-    const eco_model_config *preset = v[5].present ? eco_preset_find(v[5].s) : NULL;
     eco_record *rows = NULL;
     size_t n = 0;
     pthread_mutex_lock(&svc->store_lock);
@@ -474,7 +473,7 @@ eco_err eco_service_measurements(eco_service *svc, const json_t *filter, eco_par
     for (size_t i = 0; i < n; i++) {
         const eco_record *r = &rows[i];
         if (v[2].present && strcasecmp(r->gpu, v[2].s) && !(card && eco_gpu_exact(r->gpu) == card)) continue;
-        if (v[5].present && strcasecmp(r->model, v[5].s) && !(preset && !strcasecmp(r->model, preset->name))) continue;
+        if (v[5].present && !eco_same_model(r->model, v[5].s)) continue;
         kept++;
         char key[96];
         eco_record_protocol_key(r, key, sizeof key);

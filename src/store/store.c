@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "eco/model.h"
 #include "store/internal.h"
 
 /* ---------------------------------------------------------------- schema
@@ -104,6 +105,13 @@ static const char *const migrations[] = {
 int eco_store_schema_version(void) { return N_MIGRATIONS; }
 
 /* ---------------------------------------------------------------- helpers */
+
+/* SQL eco_same_model(a, b): one model however spelled (eco_same_model), for the records filter */
+static void sql_same_model(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    sqlite3_result_int(ctx, eco_same_model((const char *)sqlite3_value_text(argv[0]), (const char *)sqlite3_value_text(argv[1])));
+}
 
 eco_err store_db_fail(eco_store *s, const char *what)
 {
@@ -244,6 +252,7 @@ eco_err eco_store_open_version(const char *path, int version, eco_store **out)
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_create_function(s->db, "eco_same_model", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_same_model, NULL, NULL);
     eco_err e;
     /* journal_mode answers with the mode in force (a read-only medium or :memory: keeps its own). */
     if ((e = store_exec(s, "PRAGMA journal_mode = WAL")) || (e = store_exec(s, "PRAGMA foreign_keys = ON")) ||
@@ -450,13 +459,13 @@ size_t store_filter_sql(const eco_record_filter *f, char *where, size_t cap)
     size_t n = 0, w = 0;
     where[0] = '\0';
     if (!f) return 0;
-    /* gpu and model in any case, and a card also by its NVML name ("H200" finds "NVIDIA H200"): a filter that
-     * silently finds nothing reads as "no data". Narrower than /v1/measurements, which also resolves a card's other
-     * names and a model's HF id through the hardware table and presets (eco_gpu_exact, eco_preset_find). */
+    /* gpu in any case and also by its NVML name ("H200" finds "NVIDIA H200"), a model by any spelling of its preset
+     * (eco_same_model, registered on the connection): a filter that silently finds nothing reads as "no data".
+     * Narrower than /v1/measurements for cards only, which it also resolves through the hardware table. */
     const struct { const char *v, *test; } cols[] = {
         {f->arch, "arch = ?"}, {f->precision, "precision = ?"},
         {f->gpu, "(gpu = ? COLLATE NOCASE OR gpu = 'NVIDIA ' || ? COLLATE NOCASE)"}, {f->protocol, "protocol = ?"},
-        {f->session, "session = ?"}, {f->source_file, "source_file = ?"}, {f->model, "model = ? COLLATE NOCASE"},
+        {f->session, "session = ?"}, {f->source_file, "source_file = ?"}, {f->model, "eco_same_model(model, ?)"},
     };
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
         if (!cols[i].v) continue;

@@ -89,6 +89,10 @@ fi
 [ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -eq "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'RTX 4090' | wc -l)" ] || fail "--gpu is case-sensitive"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --gpu 'rtx 4090' | wc -l)" -gt 1 ] || fail "--gpu 'rtx 4090' found nothing"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --model qwen2-7b | wc -l)" -gt 1 ] || fail "--model is case-sensitive"
+# a model by any spelling of its preset, as /v1/measurements and the estimator take it
+stored=$("$ECO_BIN" export --db "$T/eco.db" --model TinyLlama-1.1B-Chat-v1.0 | wc -l)
+[ "$stored" -gt 1 ] && [ "$("$ECO_BIN" export --db "$T/eco.db" --model TinyLlama/TinyLlama-1.1B-Chat-v1.0 | wc -l)" -eq "$stored" ] \
+  && [ "$("$ECO_BIN" export --db "$T/eco.db" --model tinyllama-1.1b | wc -l)" -eq "$stored" ] || fail "--model by the preset's other names"
 set +e
 "$ECO_BIN" export --db "$T/eco.db" --origin replication > /dev/null 2> "$T/orig.err"; [ $? -eq 2 ] || fail "--origin replication should exit 2"
 grep -q "GET /v1/replications" "$T/orig.err" || fail "--origin replication: $(cat "$T/orig.err")"

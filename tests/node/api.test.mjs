@@ -204,6 +204,11 @@ test('catalogue routes answer 200 JSON', async () => {
   assert.equal(alias.count, alias.measurements.length);
   const exact = await get('model=Qwen2-7B'), lower = await get('model=qwen2-7b');
   assert.ok(exact.count > 0 && lower.count === exact.count, `${lower.count} vs ${exact.count}`);
+  // a model by any spelling of its preset: the rows stored as TinyLlama-1.1B-Chat-v1.0 are the preset's
+  const stored = await get('model=TinyLlama-1.1B-Chat-v1.0'), byPreset = await get('model=TinyLlama-1.1B');
+  const byHf = await get('model=TinyLlama%2FTinyLlama-1.1B-Chat-v1.0');
+  assert.ok(stored.count > 0 && byPreset.count === stored.count && byHf.count === stored.count,
+    `${stored.count} / ${byPreset.count} / ${byHf.count}`);
   await assertProblem(await fetch(`${server.base}/v1/measurements?gpu=no-such-card`), 400, 'gpu'); /* as /v1/estimate */
   assert.equal((await get('arch=HOPPER')).count, (await get('arch=hopper')).count);
 });
