@@ -250,7 +250,7 @@ static void add_excluded(eco_curve *c, const eco_record *r, const char *fmt, con
 {
     if (c->n_excluded >= ECO_FIT_MAX_EXCLUDED) return;
     eco_excluded *x = &c->excluded[c->n_excluded++];
-    snprintf(x->source, sizeof x->source, "%s", r->source[0] ? r->source : r->model);
+    snprintf(x->source, sizeof x->source, "%.400s", r->source[0] ? r->source : r->model);
     snprintf(x->reason, sizeof x->reason, fmt, arg);
 }
 
