@@ -125,13 +125,13 @@ static int import_replication(eco_store *s, const char *path, const char *schema
     return status == ECO_VALIDATION_INVALID ? 1 : 0;
 }
 
-/* The same measurement stored under another run id (a re-exported copy with a new id): its rows would count twice. */
+/* The same measurement stored under another run id (a re-exported copy with a new id, or with its card renamed):
+ * its rows would count twice. Energies equal to the last bit on another card are a copy, not a measurement. */
 static eco_err same_measurement_stored(eco_store *s, const eco_record *rows, size_t n)
 {
     eco_record_filter f = eco_record_filter_any();
     f.origin = ECO_ORIGIN_RUN;
     f.model = rows[0].model;
-    f.gpu = rows[0].gpu;
     eco_record *have = NULL;
     size_t m = 0;
     eco_err e = eco_store_query_records(s, &f, &have, &m);
@@ -140,9 +140,9 @@ static eco_err same_measurement_stored(eco_store *s, const eco_record *rows, siz
             if (strcmp(have[i].session, rows[k].session) && have[i].precision == rows[k].precision &&
                 have[i].e_fp16_mj == rows[k].e_fp16_mj && have[i].e_quant_mj == rows[k].e_quant_mj) {
                 e = eco_fail_field(ECO_EINVAL, "run_id", "the same measurement (%s %s, %g and %g mJ a token) is stored as run %s "
-                                   "(%s): under two run ids it would count twice",
+                                   "(%s, on %s): under two run ids it would count twice",
                                    rows[k].model, eco_precision_name(rows[k].precision), rows[k].e_fp16_mj, rows[k].e_quant_mj,
-                                   have[i].session, have[i].source);
+                                   have[i].session, have[i].source, have[i].gpu);
                 break;
             }
     free(have);

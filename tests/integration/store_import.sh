@@ -193,6 +193,12 @@ set +e
 "$ECO_BIN" import --db "$T/r.db" --run "$T/again.json" > /dev/null 2> "$T/ag.err"; [ $? -eq 1 ] || fail "the same measurement under a new run_id should be refused"
 set -e
 grep -q 'would count twice' "$T/ag.err" || fail "same measurement: $(cat "$T/ag.err")"
+# ... and with its card renamed (another hopper card, the same energies to the last bit): a copy, not a measurement
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["run_id"] += "-h100"; d["environment"]["gpu"]["name"] = "NVIDIA H100 80GB HBM3"; json.dump(d, open(sys.argv[2], "w"))' "$H" "$T/renamed.json"
+set +e
+"$ECO_BIN" import --db "$T/r.db" --run "$T/renamed.json" > /dev/null 2> "$T/rc.err"; [ $? -eq 1 ] || fail "the same measurement on a renamed card should be refused"
+set -e
+grep -q 'would count twice' "$T/rc.err" && grep -q 'on NVIDIA H200' "$T/rc.err" || fail "renamed card: $(cat "$T/rc.err")"
 [ "$(rows)" = "4 ['h200_qwen2.5-0.5b.energy.json']" ] || fail "rows after the refusals: $(rows)"
 if command -v sqlite3 >/dev/null; then
   [ "$(sqlite3 "$T/r.db" 'select count(*) from runs')" = 1 ] || fail "a refused run's document was kept"
