@@ -269,10 +269,11 @@ static json_t *replication_submit_response(void)
 static json_t *replications_request(void)
 {
     json_t *p = json_object();
-    json_object_set_new(p, "offset", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 0, "maximum", 1000000000),
+    json_object_set_new(p, "offset", described(json_pack("{s:s, s:i, s:i, s:i}", "type", "integer", "minimum", 0, "maximum", 1000000000,
+                                                         "default", 0),
                                                "Replications to skip, in id order (default 0)."));
-    json_object_set_new(p, "limit", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1, "maximum",
-                                                        ECO_REPLICATIONS_PAGE_MAX),
+    json_object_set_new(p, "limit", described(json_pack("{s:s, s:i, s:i, s:i}", "type", "integer", "minimum", 1, "maximum",
+                                                        ECO_REPLICATIONS_PAGE_MAX, "default", ECO_REPLICATIONS_PAGE),
                                               "Replications in the page (default 100)."));
     return request(p, NULL);
 }
