@@ -10,6 +10,10 @@
 
 /* ---------------------------------------------------------------- schema
  * One entry per user_version. Never edit a released entry: append a new one. */
+/* SQL: the string at a JSON path of a document (a column or a parameter), NULL when it is not a string or not JSON. */
+#define DOC_TEXT_AT(doc, path) \
+    "(CASE WHEN json_valid(" doc ") AND json_type(" doc ", '" path "') = 'text' THEN json_extract(" doc ", '" path "') END)"
+
 static const char *const migrations[] = {
     /* 1: sessions, records, import errors */
     "CREATE TABLE sessions ("
@@ -92,11 +96,8 @@ static const char *const migrations[] = {
     "ALTER TABLE replications ADD COLUMN run_id TEXT;"
     "ALTER TABLE replications ADD COLUMN gpu TEXT;"
     "ALTER TABLE replications ADD COLUMN model TEXT;"
-    "UPDATE replications SET "
-    "  run_id = CASE WHEN json_type(doc, '$.run_id') = 'text' THEN json_extract(doc, '$.run_id') END,"
-    "  gpu = CASE WHEN json_type(doc, '$.environment.gpu.name') = 'text' THEN json_extract(doc, '$.environment.gpu.name') END,"
-    "  model = CASE WHEN json_type(doc, '$.weights.model') = 'text' THEN json_extract(doc, '$.weights.model') END "
-    "WHERE json_valid(doc);"
+    "UPDATE replications SET run_id = " DOC_TEXT_AT("doc", "$.run_id") ", gpu = " DOC_TEXT_AT("doc", "$.environment.gpu.name")
+    ", model = " DOC_TEXT_AT("doc", "$.weights.model") ";"
     "CREATE INDEX replications_run_id ON replications (run_id);",
 };
 
@@ -113,21 +114,24 @@ static void sql_same_model(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     sqlite3_result_int(ctx, eco_same_model((const char *)sqlite3_value_text(argv[0]), (const char *)sqlite3_value_text(argv[1])));
 }
 
-eco_err store_db_fail(eco_store *s, const char *what)
+/* The connection's last failure as an eco_err: locked by another writer past the busy timeout, or no room on the
+ * disk, is EBUSY (nothing lost, worth retrying); anything else EIO. */
+static eco_err db_err_code(const eco_store *s)
 {
     int rc = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_ERROR;
-    /* locked by another writer past the busy timeout, or no room on the disk: nothing lost, worth retrying */
-    eco_err code = rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_FULL ? ECO_EBUSY : ECO_EIO;
-    return eco_fail(code, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "no connection");
+    return rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_FULL ? ECO_EBUSY : ECO_EIO;
+}
+
+eco_err store_db_fail(eco_store *s, const char *what)
+{
+    return eco_fail(db_err_code(s), "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "no connection");
 }
 
 eco_err store_exec(eco_store *s, const char *sql)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = sqlite3_errcode(s->db) & 0xff;
-        eco_err e = eco_fail(rc == SQLITE_BUSY || rc == SQLITE_LOCKED || rc == SQLITE_FULL ? ECO_EBUSY : ECO_EIO, "%s: %s",
-                             s->path, msg ? msg : sqlite3_errmsg(s->db));
+        eco_err e = eco_fail(db_err_code(s), "%s: %s", s->path, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return e;
     }
@@ -812,15 +816,23 @@ static eco_err check_doc(const char *what, const char *doc, size_t len)
     return ECO_OK;
 }
 
-/* SQL: the string at a JSON path of a document parameter, NULL when it is not a string or not JSON. */
-#define DOC_TEXT_AT(param, path) \
-    "(CASE WHEN json_valid(" param ") AND json_type(" param ", '" path "') = 'text' THEN json_extract(" param ", '" path "') END)"
+/* The replication stored with these bytes (by their SHA-256): *found, and *id (may be NULL) when it is. */
+static eco_err replication_by_hash(eco_store *s, const char *sha, int64_t *id, bool *found)
+{
+    sqlite3_stmt *st = store_stmt(s, "SELECT id FROM replications WHERE sha256 = ?");
+    if (!st) return eco_last_error_code();
+    store_bind_text(st, 1, sha, false);
+    int rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found && id) *id = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? ECO_OK : store_db_fail(s, "looking up a replication");
+}
 
 eco_err eco_store_add_replication(eco_store *s, const char *name, const char *doc, size_t len,
                                   eco_validation validation, const char *validation_message, int64_t *id,
                                   bool *inserted)
 {
-    static const char find[] = "SELECT id FROM replications WHERE sha256 = ?";
     /* a second server on the same file may store the same bytes between the lookup and the insert: no conflict */
     static const char ins[] =
         "INSERT INTO replications (name, sha256, doc, validation, validation_message, submitted_at, run_id, gpu, model) "
@@ -836,17 +848,10 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
         return eco_fail_field(ECO_EINVAL, "validation", "unknown validation status %d", (int)validation);
     char sha[65];
     eco_sha256_hex(doc, len, sha);
-    sqlite3_stmt *st = store_stmt(s, find);
-    if (!st) return eco_last_error_code();
-    store_bind_text(st, 1, sha, false);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        if (id) *id = sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        return ECO_OK;
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) return store_db_fail(s, "looking up a replication");
+    bool found;
+    if ((e = replication_by_hash(s, sha, id, &found)) || found) return e;
+    sqlite3_stmt *st;
+    int rc;
     if (validation == ECO_VALIDATION_VALID) {
         if (!(st = store_stmt(s, same_run))) return eco_last_error_code();
         sqlite3_bind_text(st, 1, doc, (int)len, SQLITE_TRANSIENT);
@@ -872,13 +877,8 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return store_db_fail(s, "storing a replication");
     if (!sqlite3_changes(s->db)) { /* stored by the other server meanwhile: already stored */
-        st = store_stmt(s, find);
-        if (!st) return eco_last_error_code();
-        store_bind_text(st, 1, sha, false);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW && id) *id = sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW ? ECO_OK : store_db_fail(s, "looking up a replication");
+        if ((e = replication_by_hash(s, sha, id, &found))) return e;
+        return found ? ECO_OK : eco_fail(ECO_ESTATE, "replication %.12s: neither stored nor found", sha);
     }
     if (id) *id = sqlite3_last_insert_rowid(s->db);
     if (inserted) *inserted = true;
