@@ -211,10 +211,12 @@ eco_err eco_store_begin(eco_store *s);
 eco_err eco_store_commit(eco_store *s);
 void eco_store_rollback(eco_store *s);
 
-/* The source file name a stored run's rows were imported under ("" when it has none), so the same run read from
- * a copy elsewhere updates those rows rather than adding a second set. */
+/* The source file name a stored run's rows were imported under ("" when it has none; "<file>@<run_id>" when another
+ * run had the file name first), so the same run read from a copy elsewhere updates those rows rather than adding a
+ * second set. Rows stored before run ids were kept whole are found by their first 63 bytes. */
 eco_err eco_store_run_source(eco_store *s, const char *run_id, char *buf, size_t cap);
-/* Whether rows of another run than run_id are stored under the file name file (as "<file>#<precision>"). */
+/* Whether rows of another run than run_id are stored under the file name file (as "<file>#<precision>"): the new
+ * run's rows are then named "<file>@<run_id>" (every run's default file name is energy.json). */
 eco_err eco_store_run_file_taken(eco_store *s, const char *file, const char *run_id, bool *taken);
 eco_err eco_store_get_run(eco_store *s, const char *run_id, char **doc_out);
 
