@@ -72,6 +72,11 @@ typedef struct {
     char source[ECO_SOURCE_SIZE];
     char reason[96]; /* "protocol tok512/gross/... not selected", "not finite", ... */
 } eco_excluded;
+/* The reason of a row left out because its group was as large as the chosen one (fit.c writes it, estimate.c
+ * counts it; it travels in curves.json with the reason). */
+#define ECO_FIT_TIED_REASON "tied with the chosen group"
+/* Bytes in a GiB: memory everywhere in the estimator and optimizer (the *_gb fields) */
+#define ECO_GIB (1024.0 * 1024.0 * 1024.0)
 
 typedef struct {
     char arch[16];

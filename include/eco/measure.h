@@ -158,6 +158,13 @@ void eco_engine_workload_free(eco_engine_workload *wl);
  * that follow the interval, pairs within blocks and windows, samples that average to the result, plausible mJ a
  * token and power. Each finding goes to errs (keyword "consistency"); ECO_EINVAL when there is any. */
 eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs);
+/* The architecture class a card's runs are filed under: its stated arch, a known class and, where the name is a
+ * card the curves know, that card's; with none stated, the name's. The consistency check and the dataset rows
+ * apply the one rule. *resolved is the class (NULL unless OK), *named the name's class (NULL when unknown). */
+typedef enum { ECO_CARD_ARCH_OK, ECO_CARD_ARCH_UNKNOWN, ECO_CARD_ARCH_NOT_THE_NAMES, ECO_CARD_ARCH_NONE } eco_card_arch_verdict;
+eco_card_arch_verdict eco_card_arch(const char *name, const char *arch, const char **resolved, const char **named);
+/* Whether params_b is within 1% of the preset's parameter count (the fit's x axis); *want gets that count, B. */
+bool eco_params_match_preset(const eco_model_config *preset, double params_b, double *want);
 /* A document as everything that accepts one checks it: the schema (NULL: skipped), then, if that passes, the
  * consistency checks; every finding in errs. */
 eco_err eco_energy_validate(const eco_schema *schema, const json_t *doc, eco_schema_errors *errs);

@@ -80,7 +80,6 @@ static double session_scatter_sd(const eco_curve *c)
     return df ? sqrt(ss / (double)df) : NAN;
 }
 
-
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -497,7 +496,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     size_t tied = 0;
     const char *tied_source = NULL;
     for (size_t i = 0; i < c->n_excluded; i++)
-        if (strstr(c->excluded[i].reason, "tied with the chosen group")) tied++, tied_source = tied_source ? tied_source : c->excluded[i].source;
+        if (strstr(c->excluded[i].reason, ECO_FIT_TIED_REASON)) tied++, tied_source = tied_source ? tied_source : c->excluded[i].source;
     if (tied)
         note(e, "%zu rows of another group as large as this curve's (another session or stack, e.g. %s) were left out by "
                 "name alone: the answer rests on one of two equal groups, which may disagree (eco fit --source-file fits "
@@ -515,7 +514,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     bool exact;
     if (q->card && eco_gpu_find(q->card, &spec, &exact) == ECO_OK) {
         double b16 = N * 1e9 * 2.0, bq = N * 1e9 * eco_precision_bits_per_weight(q->precision) / 8.0;
-        double gb16 = b16 / 1073741824.0, gbq = bq / 1073741824.0; /* GiB, as the optimizer's *_gb fields */
+        double gb16 = b16 / ECO_GIB, gbq = bq / ECO_GIB; /* as the optimizer's *_gb fields */
         /* the optimizer's test, so the two never disagree on whether weights fit */
 #define FITS(b) (eco_vram_needed_gib((b), 0) <= spec->vram_gb)
         if (!FITS(bq))

@@ -344,7 +344,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
             size_t j = 0;
             while (j < nkeys && strcmp(keys[j], g)) j++;
             if (j < nkeys && counts[j] == counts[best] && trials[j] == trials[best]) /* not smaller: say so */
-                add_excluded(c, r, "%.50s: tied with the chosen group; chosen by name", g);
+                add_excluded(c, r, "%.50s: " ECO_FIT_TIED_REASON "; chosen by name", g);
             else
                 add_excluded(c, r, "%.60s: not the largest group", g);
             continue;

@@ -10,7 +10,6 @@
 
 #include "eco/fit.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
 #define BW_EFFICIENCY 0.70      /* achievable fraction of datasheet bandwidth */
 #define COMPUTE_EFFICIENCY 0.30 /* achievable fraction of dense fp16 tensor throughput in decode */
 #define OVERHEAD_GIB 0.8        /* CUDA context, allocator slack, activations at small batch */
@@ -249,7 +248,7 @@ static double proxy_top_factor(const eco_candidate *c)
 
 double eco_vram_needed_gib(double weight_bytes, double kv_bytes)
 {
-    return (weight_bytes + kv_bytes) / GIB + OVERHEAD_GIB + OVERHEAD_FRAC * weight_bytes / GIB;
+    return (weight_bytes + kv_bytes) / ECO_GIB + OVERHEAD_GIB + OVERHEAD_FRAC * weight_bytes / ECO_GIB;
 }
 
 void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, const eco_gpu_spec *gpu, bool exact,
@@ -369,8 +368,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->precision = (eco_precision)p;
             c->batch = b;
             double kv = kv_pos * (double)q->ctx * b;
-            c->weights_gb = wbytes / GIB;
-            c->kv_gb = kv / GIB;
+            c->weights_gb = wbytes / ECO_GIB;
+            c->kv_gb = kv / ECO_GIB;
             c->vram_gb = eco_vram_needed_gib(wbytes, kv);
             double t_mem = (rbytes + kv) / (q->gpu->mem_bw_gbps * 1e9 * BW_EFFICIENCY);
             double t_cmp = b * 2.0 * N * 1e9 / (q->gpu->fp16_tflops * 1e12 * COMPUTE_EFFICIENCY);

@@ -158,6 +158,24 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
     return ok;
 }
 
+eco_card_arch_verdict eco_card_arch(const char *name, const char *arch, const char **resolved, const char **named)
+{
+    *resolved = *named = NULL;
+    if (name && eco_arch_from_gpu_name(name, named)) *named = NULL;
+    eco_clear_error();
+    if (arch && !eco_arch_is_known(arch)) return ECO_CARD_ARCH_UNKNOWN;
+    if (arch && *named && strcmp(arch, *named)) return ECO_CARD_ARCH_NOT_THE_NAMES;
+    if (!arch && !*named) return ECO_CARD_ARCH_NONE;
+    *resolved = arch ? arch : *named;
+    return ECO_CARD_ARCH_OK;
+}
+
+bool eco_params_match_preset(const eco_model_config *preset, double params_b, double *want)
+{
+    *want = (double)eco_model_param_count(preset) / 1e9;
+    return fabs(params_b - *want) <= PARAMS_SLACK * *want;
+}
+
 /* The card: its architecture (the curve a run joins) known and the name's own, and the power drawn within what the
  * card can draw: its power limit caps the windows' mean, and the idle draw is below a loaded one. */
 static bool check_card(const json_t *doc, eco_schema_errors *errs)
@@ -165,16 +183,20 @@ static bool check_card(const json_t *doc, eco_schema_errors *errs)
     bool ok = true;
     const json_t *g = json_object_get(json_object_get(doc, "environment"), "gpu");
     if (!json_is_object(g)) return ok;
-    const char *name = str(g, "name"), *arch = str(g, "arch"), *named = NULL;
-    bool name_known = name && !eco_arch_from_gpu_name(name, &named);
-    eco_clear_error();
-    if (arch && !eco_arch_is_known(arch))
+    const char *name = str(g, "name"), *arch = str(g, "arch"), *named, *resolved;
+    switch (eco_card_arch(name, arch, &resolved, &named)) {
+    case ECO_CARD_ARCH_UNKNOWN:
         ADD("/environment/gpu/arch", "unknown architecture '%s' (turing, ampere, ada, hopper, blackwell)", arch);
-    else if (arch && name_known && strcmp(arch, named))
-        ADD("/environment/gpu/arch", "'%s' is a %s card, not %s", name, named, arch);
-    else if (!arch && name && !name_known)
-        ADD("/environment/gpu/arch", "no architecture, and '%s' is not a card the curves know: give one of turing, ampere, "
-            "ada, hopper, blackwell", name);
+        break;
+    case ECO_CARD_ARCH_NOT_THE_NAMES: ADD("/environment/gpu/arch", "'%s' is a %s card, not %s", name, named, arch); break;
+    case ECO_CARD_ARCH_NONE:
+        /* a document without a card name is the schema's to refuse */
+        if (name)
+            ADD("/environment/gpu/arch", "no architecture, and '%s' is not a card the curves know: give one of turing, "
+                "ampere, ada, hopper, blackwell", name);
+        break;
+    case ECO_CARD_ARCH_OK: break;
+    }
     double limit = 0, power, idle = 0;
     bool has_limit = number(g, "power_limit_w", &limit) && limit > 0;
     bool has_idle = number(json_object_get(doc, "idle"), "before_w", &idle);
@@ -207,11 +229,9 @@ static bool check_run(const json_t *doc, eco_schema_errors *errs)
         ADD("/protocol/blocks", "%g blocks done of the %g asked for", blocks, iterations);
     const char *preset = str(w, "preset");
     const eco_model_config *c = preset ? eco_preset_find(preset) : NULL;
-    if (c && number(w, "params_b", &params)) {
-        double want = (double)eco_model_param_count(c) / 1e9;
-        if (!(fabs(params - want) <= PARAMS_SLACK * want))
-            ADD("/weights/params_b", "%g billion, but preset %s has %.6g billion", params, preset, want);
-    }
+    double want;
+    if (c && number(w, "params_b", &params) && !eco_params_match_preset(c, params, &want))
+        ADD("/weights/params_b", "%g billion, but preset %s has %.6g billion", params, preset, want);
     return ok;
 }
 

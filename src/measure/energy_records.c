@@ -74,22 +74,21 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
     if (!(e16 > 0)) return eco_fail_field(ECO_EINVAL, "results", "%s: no measured fp16 baseline", source);
     /* the arch and the size the rows are filed under come from what the document names, not only what it states:
      * an H200 filed as ampere would make an ampere fp8 curve, a 0.5B run filed as 70B a hopper 70B anchor */
-    const char *arch = str(gpu, "arch"), *named_arch = NULL;
-    if (eco_arch_from_gpu_name(str(gpu, "name"), &named_arch)) {
-        eco_clear_error();
-        named_arch = NULL;
-        if (!arch) return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: no arch, and '%s' names none", source, str(gpu, "name"));
+    const char *arch, *named_arch;
+    switch (eco_card_arch(str(gpu, "name"), str(gpu, "arch"), &arch, &named_arch)) {
+    case ECO_CARD_ARCH_UNKNOWN:
+        return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: unknown arch '%s'", source, str(gpu, "arch"));
+    case ECO_CARD_ARCH_NOT_THE_NAMES:
+        return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: arch '%s' is not the %s's (%s)", source,
+                              str(gpu, "arch"), str(gpu, "name"), named_arch);
+    case ECO_CARD_ARCH_NONE:
+        return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: no arch, and '%s' names none", source, str(gpu, "name"));
+    case ECO_CARD_ARCH_OK: break;
     }
-    if (arch && named_arch && strcmp(arch, named_arch))
-        return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: arch '%s' is not the %s's (%s)", source, arch, str(gpu, "name"), named_arch);
-    if (!arch) arch = named_arch;
     const eco_model_config *preset = str(w, "preset") ? eco_preset_find(str(w, "preset")) : NULL;
-    double stated_b = num(w, "params_b");
-    if (preset) {
-        double preset_b = (double)eco_model_param_count(preset) / 1e9;
-        if (!(fabs(stated_b - preset_b) <= 0.01 * preset_b))
-            return eco_fail_field(ECO_EINVAL, "weights.params_b", "%s: params_b %g is not %s's %.4g", source, stated_b, preset->name, preset_b);
-    }
+    double stated_b = num(w, "params_b"), preset_b;
+    if (preset && !eco_params_match_preset(preset, stated_b, &preset_b))
+        return eco_fail_field(ECO_EINVAL, "weights.params_b", "%s: params_b %g is not %s's %.4g", source, stated_b, preset->name, preset_b);
     /* names are stored whole or not at all: a cut run id would merge two runs, a cut model two models */
     const char *run_id = str(doc, "run_id"), *model = str(w, "preset") ? str(w, "preset") : str(w, "model");
     const char *gpu_name = str(gpu, "name");

@@ -7,9 +7,6 @@
 
 #include "eco/measure.h"
 
-/* The SM clock over the measured windows, per precision of `results` (the lowest any timeline sample saw, the
- * mean of the windows' means), and any clock-event reason other than idle: a power cap shows here, not at the
- * start. Files written before the timeline recorded clocks have no sm_mhz_* and get no line. */
 /* A document's string as Markdown text, for the report is Markdown and the document anyone's: one line, with the
  * characters that would make markup (a heading, a table cell, emphasis, a link, HTML) escaped ('_', '>' and a
  * '<' that opens no tag are left: inside a line, as in sw_power_cap or ">= 64M", they make no markup). code: for inside a
@@ -58,6 +55,9 @@ static const char *md_text(const char *s, bool code)
 static const char *md(const char *s) { return md_text(s, false); }
 static const char *md_code(const char *s) { return md_text(s, true); }
 
+/* The SM clock over the measured windows, per precision of `results` (the lowest any timeline sample saw, the
+ * mean of the windows' means), and any clock-event reason other than idle: a power cap shows here, not at the
+ * start. Files written before the timeline recorded clocks have no sm_mhz_* and get no line. */
 static void windows_clock_line(FILE *f, const json_t *results, const json_t *windows)
 {
     bool any = false;

@@ -346,6 +346,23 @@ static void count(ctx *x, store_upsert r)
     else x->rep->rows_unchanged++;
 }
 
+/* SQL: the row's source (column col, "<file>:<line>") is a line of a file this import read to its end. */
+#define OF_A_FILE_READ(col) \
+    "EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(" col ", 1, length(r.file) + 1) = r.file || ':')"
+
+/* Notes in one of the import's temp tables (insert, one placeholder) that this import gave a row, a line or read a
+ * file: what remove_stale_rows keeps. text NULL binds id. */
+static eco_err mark(ctx *x, const char *insert, const char *text, int64_t id)
+{
+    sqlite3_stmt *st = store_stmt(x->s, insert);
+    if (!st) return eco_last_error_code();
+    if (text) store_bind_text(st, 1, text, false);
+    else sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "noting what this import read");
+}
+
 /* A source row into the store with its manifest entry's flags, counted; id (may be NULL) gets its row id. */
 static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t line, const char *raw_note, int64_t *id)
 {
@@ -356,14 +373,8 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
     eco_err e = store_upsert_record(x->s, r, &meta, &res, &got);
     if (!e) count(x, res);
     if (id) *id = got;
-    if (!e && got > 0) { /* this file still holds the row: not stale (remove_stale_rows) */
-        sqlite3_stmt *st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_touched (id) VALUES (?)");
-        if (!st) return eco_last_error_code();
-        sqlite3_bind_int64(st, 1, got);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) return store_db_fail(x->s, "marking a row");
-    }
+    if (!e && got > 0) /* this file still holds the row: not stale (remove_stale_rows) */
+        e = mark(x, "INSERT OR IGNORE INTO temp.import_touched (id) VALUES (?)", NULL, got);
     return e;
 }
 
@@ -375,8 +386,8 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
 static eco_err remove_stale_rows(ctx *x)
 {
     char links[320];
-    snprintf(links, sizeof links, "DELETE FROM import_links WHERE import_id <> %lld AND EXISTS (SELECT 1 FROM "
-             "temp.import_read r WHERE substr(import_links.source, 1, length(r.file) + 1) = r.file || ':')", (long long)x->import_id);
+    snprintf(links, sizeof links, "DELETE FROM import_links WHERE import_id <> %lld AND " OF_A_FILE_READ("import_links.source"),
+             (long long)x->import_id);
     eco_err e = store_exec(x->s, "BEGIN IMMEDIATE");
     if (!e) e = store_exec(x->s, "DELETE FROM records WHERE origin = 'reference' AND source_file IN (SELECT file FROM "
                                  "temp.import_read) AND id NOT IN (SELECT id FROM temp.import_touched)");
@@ -386,8 +397,7 @@ static eco_err remove_stale_rows(ctx *x)
     for (size_t i = 0; i < sizeof keyed_by_line / sizeof keyed_by_line[0] && !e; i++) {
         char sql[320];
         snprintf(sql, sizeof sql, "DELETE FROM %s AS t WHERE source NOT IN (SELECT source FROM temp.import_sources) AND "
-                 "EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(t.source, 1, length(r.file) + 1) = r.file || ':')",
-                 keyed_by_line[i]);
+                 OF_A_FILE_READ("t.source"), keyed_by_line[i]);
         e = store_exec(x->s, sql);
         if (!e) x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
     }
@@ -433,11 +443,7 @@ static eco_err keyed_state(ctx *x, const char *select_sql, const char *source, c
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_fail(x->s, "looking up a row");
     /* this file still holds the line: its row is not stale (remove_stale_rows) */
-    if (!(st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_sources (source) VALUES (?)"))) return eco_last_error_code();
-    store_bind_text(st, 1, source, false);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? ECO_OK : store_db_fail(x->s, "marking a row");
+    return mark(x, "INSERT OR IGNORE INTO temp.import_sources (source) VALUES (?)", source, 0);
 }
 
 static eco_err put_quality(ctx *x, const char *source, int64_t record_id, const char *gpu, const char *model,
@@ -1292,8 +1298,7 @@ static eco_err import_batch_summary(ctx *x, const manifest_entry *m, eco_csv *c,
      * lines are removed at the end (remove_stale_rows) */
     static const char raw_sql[] = "SELECT count(*), avg(e_mj) FROM batch_rows WHERE session = ? AND stat = 'raw' "
                                   "AND batch = ? AND model = ? AND (source IN (SELECT source FROM temp.import_sources) OR "
-                                  "NOT EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(batch_rows.source, 1, "
-                                  "length(r.file) + 1) = r.file || ':'))";
+                                  "NOT " OF_A_FILE_READ("batch_rows.source") ")";
     for (;;) {
         e = eco_csv_next(c, &row, &eof);
         if (eof) return ECO_OK;
@@ -1481,19 +1486,9 @@ static eco_err import_file(ctx *x, const char *dir, const manifest_entry *entrie
         return eco_fail(fe, "%s", msg);
     }
     /* only a file read to its end says which of its stored rows it no longer holds (removed after every file) */
-    if (!fe) {
-        sqlite3_stmt *st = store_stmt(x->s, "INSERT OR IGNORE INTO temp.import_read (file) VALUES (?)");
-        int rc = SQLITE_ERROR;
-        if (st) {
-            store_bind_text(st, 1, m->file, false);
-            rc = sqlite3_step(st);
-            sqlite3_reset(st);
-        }
-        if (rc != SQLITE_DONE) {
-            e = st ? store_db_fail(x->s, "noting a file read") : eco_last_error_code();
-            sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
-            return e;
-        }
+    if (!fe && (e = mark(x, "INSERT OR IGNORE INTO temp.import_read (file) VALUES (?)", m->file, 0))) {
+        sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
+        return e;
     }
     if (fe) {
         /* the file's structure is wrong (header, columns): reported, the rows read so far are kept */
