@@ -6,6 +6,9 @@ ECO=${ECO_BIN:?}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Reads all of its input before matching: `cmd | grep -q` can exit on the first match while cmd still writes,
+# and the SIGPIPE that kills cmd fails the whole pipeline under pipefail (a flaky test).
+has() { local text; text=$(cat); grep -q "$@" <<< "$text"; }
 json() { EXPR="$2" node -e "const d=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); if(!eval(process.env.EXPR)){console.error('assertion failed: '+process.env.EXPR); process.exit(1)}" "$1"; }
 
 "$ECO" model save tiny --out "$T/tiny" --seed 3 >/dev/null
@@ -60,7 +63,7 @@ json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
 json "$T/fake.json" "d.weights.quantization.lm_head==='fp16' && !('int8_mixed_threshold' in d.weights.quantization)"
 # At constant power, energy per token is power x time per token: check against the measured speed.
 json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
-"$ECO" report "$T/fake.json" | grep -q "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
+"$ECO" report "$T/fake.json" | has "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
 json "$T/fake.json" "d.windows.every(w => w.sm_mhz_min===1980 && w.sm_mhz_mean===1980 && w.clock_event_reasons==='none') && !d.flags.includes('throttled')"
 # 2b. A power cap that comes and goes inside the windows is recorded per window, flagged and reported.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=const:150 ECO_FAKE_NVML_THROTTLE=100:0.3:1410:4 \
@@ -84,19 +87,19 @@ as_gpu_run "$T/capped.json"
   if (!(x.flags||"").split(" ").includes("throttled") || !(x.flags||"").split(" ").includes("fp16:throttled")) { console.error("flags: "+x.flags); process.exit(1); }' \
   || fail "a throttled run's row lost its flags"
 
-"$ECO" report "$T/fake.json" | grep -q "Engine design" && fail "a CPU run's report names a CUDA kernel design"
+"$ECO" report "$T/fake.json" | has "Engine design" && fail "a CPU run's report names a CUDA kernel design"
 # A GPU run's report names the kernel design it measured (software.engine_design).
 H200="$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json"
 DESIGN=$(node -e 'const d=JSON.parse(require("fs").readFileSync(process.argv[1]));process.stdout.write(d.software.engine_design||"")' "$H200")
 case "$DESIGN" in graph*) ;; *) fail "h200 energy.json has no engine_design ('$DESIGN')";; esac
-"$ECO" report "$H200" | grep -qF -- "- Engine design: $DESIGN" || fail "report lacks the engine design"
+"$ECO" report "$H200" | has -F -- "- Engine design: $DESIGN" || fail "report lacks the engine design"
 # A document whose ΔE contradicts its results is still rendered, under a banner, and exits 1.
 node -e 'const d=JSON.parse(require("fs").readFileSync(process.argv[1]));d.comparisons[0].delta_pct=50;process.stdout.write(JSON.stringify(d))' "$H200" > "$T/contra.json"
 set +e
 "$ECO" report "$T/contra.json" > "$T/contra.md" 2>/dev/null; rc=$?
 set -e
 [ $rc -eq 1 ] || fail "report of a contradicting document exited $rc"
-head -1 "$T/contra.md" | grep -q "Not a valid energy.json: 2 problems" || fail "report banner: $(head -2 "$T/contra.md")"
+head -1 "$T/contra.md" | has "Not a valid energy.json: 2 problems" || fail "report banner: $(head -2 "$T/contra.md")"
 grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks the pointer"
 
 # 2d. Checked before the run: the run id's characters, positions the model has, one file for two outputs however
@@ -125,7 +128,7 @@ cp "$T/keep.json" "$T/keep.before"
 set +e; (trap '' XFSZ; ulimit -f 4; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json" --report "$T/keep.md" 2> "$T/fsz.err"); rc=$?; set -e
 [ $rc -ne 0 ] && grep -q "cannot write $T/keep.json" "$T/fsz.err" || fail "write past the size limit: rc $rc, $(cat "$T/fsz.err")"
 cmp -s "$T/keep.json" "$T/keep.before" || fail "the old energy.json changed after a failed write"
-ls -a "$T" | grep -q '^\.keep\.json\.' && fail "a temporary file was left behind"
+ls -a "$T" | has '^\.keep\.json\.' && fail "a temporary file was left behind"
 
 # 2e. Windows last at least --window; an idle power that moved during the run is flagged; a metered run needs an idle.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=steps:0=100,2.5=150 \
@@ -168,14 +171,14 @@ if "$ECO" import --db "$T/eco.db" --run "$T/failed.json" 2>/dev/null; then fail 
 # 3. The document is accepted as a replication, and as a run whose rows join the dataset (idempotently).
 as_gpu_run "$T/fake.json"
 "$ECO" import --db "$T/eco.db" "$T/fake.json" >/dev/null || fail "replication import failed"
-"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 1 new" || fail "run import did not add its row"
-"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | grep -q "1 row(s), 0 new" || fail "run re-import was not idempotent"
+"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | has "1 row(s), 1 new" || fail "run import did not add its row"
+"$ECO" import --db "$T/eco.db" --run "$T/fake.json" | has "1 row(s), 0 new" || fail "run re-import was not idempotent"
 "$ECO" export --db "$T/eco.db" --format csv > "$T/export0.csv"
 grep -q "nvml-energy-counter" "$T/export0.csv" || fail "run row not exported"
 # A GPU run's rows name the kernel design they were measured with.
 "$ECO" import --db "$T/eco.db" --run "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.energy.json" >/dev/null || fail "H200 run import failed"
 "$ECO" export --db "$T/eco.db" --format csv > "$T/export.csv" # whole, not cut by an early grep -q under pipefail
-grep "Llama-3.1-8B" "$T/export.csv" | grep -q "kernels: graph+PDL" || fail "run rows lack the kernel design"
+grep "Llama-3.1-8B" "$T/export.csv" | has "kernels: graph+PDL" || fail "run rows lack the kernel design"
 # Two runs in files of one name (every run's default is energy.json) are two runs; a run id past 63 characters is
 # kept whole (a cut one had merged two runs: the second overwrote the first's row)
 mkdir -p "$T/ra" "$T/rb"
@@ -184,15 +187,15 @@ cp "$ECO_SOURCE_DIR/data/h200/h200_llama-3.1-8b.session14.energy.json" "$T/rb/en
 node -e 'const fs=require("fs");for(const [f,s] of [[process.argv[1],"first"],[process.argv[2],"second"]]){const d=JSON.parse(fs.readFileSync(f));d.run_id="A".repeat(63)+s;fs.writeFileSync(f+".long.json",JSON.stringify(d))}' "$T/ra/energy.json" "$T/rb/energy.json"
 for f in "$T/ra/energy.json" "$T/rb/energy.json" "$T/ra/energy.json.long.json" "$T/rb/energy.json.long.json"; do
   db="$T/runs.db" && case "$f" in *long*) db="$T/long.db";; esac # the same measurement under two ids is refused
-  "$ECO" import --db "$db" --run "$f" | grep -q "1 row(s), 1 new" || fail "run $f was not stored as a new run"
+  "$ECO" import --db "$db" --run "$f" | has "1 row(s), 1 new" || fail "run $f was not stored as a new run"
 done
 for db in runs long; do
   [ "$(sqlite3 "$T/$db.db" "SELECT count(DISTINCT session) || ' ' || count(*) FROM records WHERE origin = 'run'")" = "2 2" ] || fail "runs merged: $(sqlite3 "$T/$db.db" "SELECT source, session FROM records WHERE origin = 'run'")"
 done
-sqlite3 "$T/runs.db" "SELECT source FROM records WHERE origin = 'run'" | grep -qx 'energy.json@Llama-3.1-8B-hopper-20261204T162856Z#nf4' || fail "the second energy.json is not named by its run id"
+sqlite3 "$T/runs.db" "SELECT source FROM records WHERE origin = 'run'" | has -x 'energy.json@Llama-3.1-8B-hopper-20261204T162856Z#nf4' || fail "the second energy.json is not named by its run id"
 # a store written before run ids were kept whole holds their first 63 bytes: the same run again is the same rows
 [ "$(sqlite3 "$T/long.db" "UPDATE records SET session = substr(session, 1, 63) WHERE origin = 'run' AND source LIKE 'energy.json.long.json#%' AND session LIKE '%first'; SELECT changes()")" = 1 ] || fail "no row to cut"
-"$ECO" import --db "$T/long.db" --run "$T/ra/energy.json.long.json" | grep -q "1 row(s), 0 new" || fail "a run stored under its cut id was stored again"
+"$ECO" import --db "$T/long.db" --run "$T/ra/energy.json.long.json" | has "1 row(s), 0 new" || fail "a run stored under its cut id was stored again"
 [ "$(sqlite3 "$T/long.db" "SELECT count(*) FROM records WHERE origin = 'run'")" = 2 ] || fail "rows after the re-import: $(sqlite3 "$T/long.db" "SELECT source, session FROM records")"
 if "$ECO" import --db "$T/eco.db" --run "$T/cpu.json" 2>"$T/err"; then fail "a run without a meter became dataset rows"; fi
 grep -q 'only runs whose meter basis is "measured"' "$T/err" || fail "no clear error for a CPU run"

@@ -7,6 +7,9 @@ REF="$ECO_SOURCE_DIR/data/reference"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Reads all of its input before matching: `cmd | grep -q` can exit on the first match while cmd still writes,
+# and the SIGPIPE that kills cmd fails the whole pipeline under pipefail (a flaky test).
+has() { local text; text=$(cat); grep -q "$@" <<< "$text"; }
 
 # 1. first import
 "$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > "$T/out1" || fail "first import exited $?"
@@ -31,7 +34,7 @@ sed -i '1a RTX 4090D,ada,24,Qwen2-72B-new,72,NF4,9000,8000,2,2,10.0,x' "$T/upd/m
 [ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | wc -l)" -eq $(( $(wc -l < "$T/before.csv") + 1 )) ] || fail "an inserted row changed the record count by more than one"
 [ "$("$ECO_BIN" export --db "$T/eco.db" --format csv | grep -c 'Qwen2-72B-new')" -eq 1 ] || fail "the new row is not stored once"
 grep -q ', 19 linked,' "$T/upd.out" || fail "links after the shift: $(cat "$T/upd.out")"
-"$ECO_BIN" import --db "$T/fresh_upd.db" --quiet "$T/upd" | grep -q '^rows: 206 read, 165 inserted, 0 updated, 0 unchanged, 19 linked' \
+"$ECO_BIN" import --db "$T/fresh_upd.db" --quiet "$T/upd" | has '^rows: 206 read, 165 inserted, 0 updated, 0 unchanged, 19 linked' \
   || fail "a first import with the config table listed first counts rows twice"
 "$ECO_BIN" import --db "$T/eco.db" --quiet "$REF" > /dev/null || fail "re-import of the original exited $?"
 "$ECO_BIN" export --db "$T/eco.db" --format csv | LC_ALL=C sort | cut -d, -f2- > "$T/after.csv"
@@ -71,7 +74,7 @@ grep -q 'no such file (make the store with' "$T/serve_missing.err" || fail "miss
 # 3. export: CSV filtered, JSON
 "$ECO_BIN" export --db "$T/eco.db" --format csv --arch ada --precision nf4 > "$T/ada_nf4.csv"
 [ "$(wc -l < "$T/ada_nf4.csv")" -eq 15 ] || fail "ada nf4 export has $(wc -l < "$T/ada_nf4.csv") lines, want 15"
-head -1 "$T/ada_nf4.csv" | grep -q '^source,origin,session,gpu,arch,' || fail "CSV header"
+head -1 "$T/ada_nf4.csv" | has '^source,origin,session,gpu,arch,' || fail "CSV header"
 grep -q '^measured.csv:10,reference,rtx4090-2026-07-container,RTX 4090,ada,24,Qwen2-7B,7,nf4,1,5467.88,3911.75,-28.4' \
   "$T/ada_nf4.csv" || fail "RTX 4090 Qwen2-7B NF4 row"
 "$ECO_BIN" export --db "$T/eco.db" --format csv --source-file measured.csv --precision llm.int8 > "$T/int8.csv"
@@ -82,7 +85,7 @@ if command -v python3 >/dev/null; then
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["records"])==29' "$T/all.json" || fail "JSON parse"
 fi
 # every reference row carries its licence; gpu and model match in any case, a card also by its NVML name
-! tail -n +2 "$T/ada_nf4.csv" | grep -v 'CC BY 4.0, Hongping Zhang' | grep -q . || fail "a reference row without its licence"
+! tail -n +2 "$T/ada_nf4.csv" | grep -v 'CC BY 4.0, Hongping Zhang' | has . || fail "a reference row without its licence"
 # ... its own file's: the A800 summary's rows are MIT (data/reference/ATTRIBUTION.md)
 "$ECO_BIN" export --db "$T/eco.db" --source-file ecocompute-ai_a800_summary.csv > "$T/a800.csv"
 [ "$(tail -n +2 "$T/a800.csv" | grep -c '"MIT, Hongping Zhang')" -eq "$(( $(wc -l < "$T/a800.csv") - 1 ))" ] || fail "A800 summary rows: $(tail -n +2 "$T/a800.csv" | head -2)"
@@ -149,7 +152,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); j
   "$EX/energy.example.valid.json" "$T/rep.energy.json"
 "$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" > "$T/rep1" || fail "valid replication exited $?"
 grep -q '^replication #1 stored: valid' "$T/rep1" || fail "valid replication: $(cat "$T/rep1")"
-"$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" | grep -q '^replication #1 already stored' \
+"$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" | has '^replication #1 already stored' \
   || fail "same document twice"
 set +e
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); json.dump(d, open(sys.argv[2], "w"))' \
@@ -172,9 +175,9 @@ fi
 # 7. runs: a copy under another name is the same run (no second set of rows); an edited copy under the same run_id
 # is refused and the stored run kept; figures that contradict each other are refused; --run takes a file
 H="$ECO_SOURCE_DIR/data/h200/h200_qwen2.5-0.5b.energy.json"
-"$ECO_BIN" import --db "$T/r.db" --run "$H" | grep -q '4 row(s), 4 new' || fail "first run import"
+"$ECO_BIN" import --db "$T/r.db" --run "$H" | has '4 row(s), 4 new' || fail "first run import"
 cp "$H" "$T/copy.energy.json"
-"$ECO_BIN" import --db "$T/r.db" --run "$T/copy.energy.json" | grep -q 'already stored: 4 row(s), 0 new' || fail "a copy added rows"
+"$ECO_BIN" import --db "$T/r.db" --run "$T/copy.energy.json" | has 'already stored: 4 row(s), 0 new' || fail "a copy added rows"
 rows() { "$ECO_BIN" export --db "$T/r.db" --format json --origin run | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["count"], sorted({r["source"].split("#")[0] for r in d["records"]}))'; }
 [ "$(rows)" = "4 ['h200_qwen2.5-0.5b.energy.json']" ] || fail "rows after the copy: $(rows)"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["results"][1]["mj_per_token_gross"] *= 0.5; json.dump(d, open(sys.argv[2], "w"))' "$H" "$T/edited.json"
