@@ -284,6 +284,14 @@ eco_err eco_gpu_resolve_arch(const char *gpu, const char **arch);
 const eco_gpu_spec *eco_gpu_exact(const char *name);
 /* Whether the name is an architecture's ("hopper", any case) rather than a card's. */
 bool eco_gpu_is_arch_name(const char *gpu);
+/* The most tokens a second `batch` sequences of this model can decode on this card, whatever the engine: a step reads
+ * every weight byte of the token once (eco_model_bytes_per_token at no context, the lm_head in the format too: the
+ * fewest bytes it can be), at the card's datasheet bandwidth with ECO_TPS_CEILING_SLACK for a memory overclock, less
+ * what the largest L2 of any card (ECO_L2_MAX_BYTES) could keep between steps. 0 where no such bound holds: weights
+ * under twice that cache, no card, no preset or a batch < 1. A reported speed above it is a unit or batch error. */
+#define ECO_L2_MAX_BYTES (128.0 * 1024 * 1024)
+#define ECO_TPS_CEILING_SLACK 1.2
+double eco_decode_tokens_per_s_ceiling(const eco_gpu_spec *gpu, const eco_model_config *preset, eco_precision p, int batch);
 
 /* Request limits the service and the browser share for model sizes. */
 #define ECO_PARAMS_B_MAX 2000.0

@@ -133,6 +133,14 @@ const eco_gpu_spec *eco_gpu_exact(const char *name)
     return g;
 }
 
+double eco_decode_tokens_per_s_ceiling(const eco_gpu_spec *gpu, const eco_model_config *preset, eco_precision p, int batch)
+{
+    if (!gpu || !preset || batch < 1 || gpu->mem_bw_gbps <= 0) return 0;
+    double bytes = (double)eco_model_bytes_per_token(preset, p, 0, true);
+    if (!(bytes >= 2 * ECO_L2_MAX_BYTES)) return 0;
+    return batch * gpu->mem_bw_gbps * 1e9 * ECO_TPS_CEILING_SLACK / (bytes - ECO_L2_MAX_BYTES);
+}
+
 bool eco_gpu_is_arch_name(const char *gpu)
 {
     for (size_t i = 0; gpu && i < eco_arch_count(); i++)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eco/fit.h"
 #include "eco/measure.h"
 #include "eco/model.h"
 
@@ -29,6 +30,8 @@
 #define POWER_LIMIT_SLACK 1.15
 /* a preset's parameter count against weights.params_b: the fit's x axis */
 #define PARAMS_SLACK 0.01
+/* tokens_per_s is the mean of its windows' tokens over decode seconds: within their range (0.5% for rounding) */
+#define SPEED_SLACK 0.005
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
@@ -67,6 +70,25 @@ static double decode_time_share(const json_t *doc, const char *precision)
             decode += d, total += t;
     }
     return total > 0 && decode < total ? decode / total : 1.0;
+}
+
+/* The range of a precision's window speeds (tokens over decode seconds); false where the document keeps none. */
+static bool window_speed_range(const json_t *doc, const char *precision, double *lo, double *hi)
+{
+    size_t i;
+    json_t *w;
+    double tokens, d;
+    bool any = false;
+    json_array_foreach(json_object_get(doc, "windows"), i, w) {
+        const char *p = str(w, "precision");
+        if (!p || !precision || strcmp(p, precision) || !number(w, "tokens", &tokens) || !number(w, "decode_s", &d) || !(d > 0))
+            continue;
+        double v = tokens / d;
+        if (!any || v < *lo) *lo = v;
+        if (!any || v > *hi) *hi = v;
+        any = true;
+    }
+    return any;
 }
 
 #define ADD(path, ...) ok &= eco_schema_errors_add(errs, path, "consistency", __VA_ARGS__)
@@ -143,6 +165,12 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
                 snprintf(at, sizeof at, "/results/%zu/mean_power_w", i);
                 ADD(at, "%g W against %g mJ a token at %g tokens/s (%g..%g W)", power, gross, tps, lo, hi);
             }
+        }
+        double slow = 0, fast = 0;
+        if (number(r, "tokens_per_s", &tps) && window_speed_range(doc, p, &slow, &fast) &&
+            !(tps >= slow * (1 - SPEED_SLACK) && tps <= fast * (1 + SPEED_SLACK))) {
+            snprintf(at, sizeof at, "/results/%zu/tokens_per_s", i);
+            ADD(at, "%g tokens/s, but its windows decoded %g..%g tokens/s (tokens over decode_s)", tps, slow, fast);
         }
         const json_t *ci = json_object_get(r, "ci95_mj");
         double lo, hi, mean;
@@ -232,6 +260,28 @@ static bool check_run(const json_t *doc, eco_schema_errors *errs)
     double want;
     if (c && number(w, "params_b", &params) && !eco_params_match_preset(c, params, &want))
         ADD("/weights/params_b", "%g billion, but preset %s has %.6g billion", params, preset, want);
+    /* no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
+     * the protocol does not record, would otherwise set the optimizer's latencies) */
+    const eco_gpu_spec *card = eco_gpu_exact(str(json_object_get(json_object_get(doc, "environment"), "gpu"), "name"));
+    double batch = 1, tps;
+    number(proto, "batch", &batch);
+    size_t i;
+    json_t *r;
+    char at[96];
+    json_array_foreach(json_object_get(doc, "results"), i, r) {
+        eco_precision prec;
+        const char *name = str(r, "precision");
+        if (!card || !c || !name || eco_precision_parse(name, &prec) || !number(r, "tokens_per_s", &tps)) {
+            eco_clear_error();
+            continue;
+        }
+        double ceiling = eco_decode_tokens_per_s_ceiling(card, c, prec, batch >= 1 && batch <= 1e6 ? (int)batch : 0);
+        if (ceiling > 0 && tps > ceiling) {
+            snprintf(at, sizeof at, "/results/%zu/tokens_per_s", i);
+            ADD(at, "%g tokens/s is over what the %s can stream: %s in %s reads %.3g GB a token, at most %.0f tokens/s at batch %g",
+                tps, card->name, c->name, name, (double)eco_model_bytes_per_token(c, prec, 0, true) / 1e9, ceiling, batch);
+        }
+    }
     return ok;
 }
 

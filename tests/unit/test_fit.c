@@ -782,6 +782,33 @@ static void test_batch_factor(void **state)
     assert_true(f3 < eco_batch_energy_factor(2) && f3 > eco_batch_energy_factor(4));
 }
 
+/* The speed no engine passes: weights streamed once a step at the datasheet bandwidth (x1.2), less the largest L2. */
+static void test_tokens_per_s_ceiling(void **state)
+{
+    (void)state;
+    const eco_gpu_spec *h200 = eco_gpu_exact("NVIDIA H200"), *l4 = eco_gpu_exact("NVIDIA L4");
+    const eco_model_config *llama = eco_preset_find("Llama-3.1-8B");
+    assert_non_null(h200);
+    assert_non_null(l4);
+    assert_non_null(llama);
+    double bytes = (double)eco_model_bytes_per_token(llama, ECO_PREC_FP16, 0, true);
+    assert_true(bytes > 14.9e9 && bytes < 15.1e9); /* research/anchor-kernels.md §6: 15.01 GB */
+    double h = eco_decode_tokens_per_s_ceiling(h200, llama, ECO_PREC_FP16, 1);
+    assert_near(h, 4800e9 * 1.2 / (bytes - 128.0 * 1024 * 1024), 1e-9);
+    assert_true(h > 380 && h < 395); /* the H200 decoded it at 234 tokens/s: 61% of this bound */
+    assert_near(eco_decode_tokens_per_s_ceiling(h200, llama, ECO_PREC_FP16, 8), 8 * h, 1e-9);
+    assert_true(eco_decode_tokens_per_s_ceiling(h200, llama, ECO_PREC_NF4, 1) > 2.5 * h);
+    assert_near(eco_decode_tokens_per_s_ceiling(l4, llama, ECO_PREC_FP16, 1) / h, 300.0 / 4800, 1e-12);
+    /* no bound: no card, no preset, no batch, or weights an L2 could hold */
+    eco_model_config small = *llama;
+    small.layers = 1, small.vocab = 1000, small.hidden = 512, small.intermediate = 1024, small.heads = 4, small.kv_heads = 1;
+    small.head_dim = 128;
+    assert_true(eco_decode_tokens_per_s_ceiling(NULL, llama, ECO_PREC_FP16, 1) == 0);
+    assert_true(eco_decode_tokens_per_s_ceiling(h200, NULL, ECO_PREC_FP16, 1) == 0);
+    assert_true(eco_decode_tokens_per_s_ceiling(h200, llama, ECO_PREC_FP16, 0) == 0);
+    assert_true(eco_decode_tokens_per_s_ceiling(h200, &small, ECO_PREC_FP16, 1) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -793,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_tied_groups_are_said),
         cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
+        cmocka_unit_test(test_tokens_per_s_ceiling),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

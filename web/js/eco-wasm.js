@@ -165,6 +165,13 @@ export class Eco {
     this.setStr(0, String(name ?? '').slice(0, 256));
     return this.callJson('eco_wasm_gpu_arch').arch;
   }
+
+  // The most tokens a second any engine can decode this preset at this precision on this card (the C check's
+  // bound), with what it rests on: { ceiling, card, model, gb_per_token }, or { ceiling: null } where none holds.
+  tokensPerSecondCeiling(card, preset, precision, batch) {
+    [card, preset, precision].forEach((v, i) => this.setStr(i, String(v ?? '').slice(0, 256)));
+    return this.callJson('eco_wasm_tokens_per_s_ceiling', batch);
+  }
 }
 
 function numOrNaN(v) {

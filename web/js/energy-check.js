@@ -10,7 +10,7 @@ const POWER_FACTOR = 1.5; // mean power against energy x speed
 const SPREAD_SLACK = 0.01; // SD and CV against the samples' own (n - 1): 1% and 0.01 of the unit
 const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_b
 const POWER_LIMIT_SLACK = 1.15; // a window's mean power over the card's power limit (the limit caps the average)
-const ARCHS = ['turing', 'ampere', 'ada', 'hopper', 'blackwell'];
+const SPEED_SLACK = 0.005; // tokens_per_s within its windows' speeds (the mean of tokens over decode_s), for rounding
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -25,10 +25,26 @@ function decodeTimeShare(doc, precision) {
   return total > 0 && decode < total ? decode / total : 1;
 }
 
-// presets: optional { lower-case name: params_b } (eco.wasm's model list, by name, HF id and short id, as
-// eco_preset_find matches them) for the weights.preset size check; gpuArch: optional name -> architecture or null
-// (eco.wasm's gpuArch, the server's mapping) for the card's name against its arch.
-export function energyConsistency(doc, presets = {}, gpuArch = null) {
+// The range of a precision's window speeds (tokens over decode seconds), or undefined where none are kept.
+function windowSpeedRange(doc, precision) {
+  let lo, hi;
+  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
+    if (!w || w.precision !== precision) continue;
+    const t = num(w.tokens), d = num(w.decode_s);
+    if (t === undefined || d === undefined || !(d > 0)) continue;
+    const v = t / d;
+    if (lo === undefined || v < lo) lo = v;
+    if (hi === undefined || v > hi) hi = v;
+  }
+  return lo === undefined ? undefined : [lo, hi];
+}
+
+// The C tables these checks need come from eco.wasm, never retyped; each check runs where its table is given:
+// presets: { lower-case name: params_b } (the model list by name, HF id and short id, as eco_preset_find matches
+// them) for the weights.preset size check; archs: the architectures the curves know (eco.wasm's info);
+// gpuArch: name -> architecture or null (the server's mapping) for the card's name against its arch;
+// tokensCeiling: (card, preset, precision, batch) -> eco.wasm's tokensPerSecondCeiling, for the speed no engine passes.
+export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = null, tokensCeiling = null } = {}) {
   const out = [];
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
@@ -77,6 +93,9 @@ export function energyConsistency(doc, presets = {}, gpuArch = null) {
       if (!(power <= hi && power >= lo))
         add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${lo}..${hi} W)`);
     }
+    const speeds = tps !== undefined ? windowSpeedRange(doc, r.precision) : undefined;
+    if (speeds && !(tps >= speeds[0] * (1 - SPEED_SLACK) && tps <= speeds[1] * (1 + SPEED_SLACK)))
+      add(`/results/${i}/tokens_per_s`, `${tps} tokens/s, but its windows decoded ${speeds[0]}..${speeds[1]} tokens/s (tokens over decode_s)`);
     const ci = r.ci95_mj;
     if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined) {
       const mean = num(r.mj_per_token_gross);
@@ -132,11 +151,11 @@ export function energyConsistency(doc, presets = {}, gpuArch = null) {
   if (g && typeof g === 'object' && !Array.isArray(g)) {
     const arch = typeof g.arch === 'string' ? g.arch : undefined, name = typeof g.name === 'string' ? g.name : undefined;
     const named = gpuArch && name !== undefined ? gpuArch(name) : undefined; // null: a name the curves do not know
-    if (arch !== undefined && !ARCHS.includes(arch))
-      add('/environment/gpu/arch', `unknown architecture '${arch}' (${ARCHS.join(', ')})`);
+    if (arch !== undefined && archs && !archs.includes(arch))
+      add('/environment/gpu/arch', `unknown architecture '${arch}' (${archs.join(', ')})`);
     else if (arch !== undefined && named && named !== arch) add('/environment/gpu/arch', `'${name}' is a ${named} card, not ${arch}`);
     else if (arch === undefined && named === null)
-      add('/environment/gpu/arch', `no architecture, and '${name}' is not a card the curves know: give one of ${ARCHS.join(', ')}`);
+      add('/environment/gpu/arch', `no architecture, and '${name}' is not a card the curves know: give one of ${(archs || []).join(', ')}`);
     const limit = num(g.power_limit_w), idle = num(doc.idle && doc.idle.before_w);
     let idleSaid = false;
     results.forEach((r, i) => {
@@ -157,5 +176,18 @@ export function energyConsistency(doc, presets = {}, gpuArch = null) {
   const want = typeof w.preset === 'string' ? presets[w.preset.toLowerCase()] : undefined;
   if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
     add('/weights/params_b', `${w.params_b} billion, but preset ${w.preset} has ${want} billion`);
+  // no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
+  // the protocol does not record)
+  const card = doc.environment && doc.environment.gpu && doc.environment.gpu.name;
+  const batch = num(proto.batch) ?? 1;
+  if (tokensCeiling && typeof card === 'string' && typeof w.preset === 'string')
+    results.forEach((r, i) => {
+      const tps = num(r && r.tokens_per_s);
+      if (tps === undefined || typeof r.precision !== 'string') return;
+      const b = tokensCeiling(card, w.preset, r.precision, batch >= 1 && batch <= 1e6 ? Math.trunc(batch) : 0);
+      if (b && b.ceiling !== null && tps > b.ceiling)
+        add(`/results/${i}/tokens_per_s`, `${tps} tokens/s is over what the ${b.card} can stream: ${b.model} in ${r.precision} reads ` +
+          `${b.gb_per_token.toPrecision(3)} GB a token, at most ${Math.round(b.ceiling)} tokens/s at batch ${batch}`);
+    });
   return out;
 }

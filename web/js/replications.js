@@ -9,7 +9,7 @@ import { normalizeAjvErrors } from './schema-errors.js';
 import { energyConsistency } from './energy-check.js';
 
 const $ = (id) => document.getElementById(id);
-let eco, validate, presets = {}, lastDoc = null, lastText = null, submitPath = null;
+let eco, validate, checkTables = {}, lastDoc = null, lastText = null, submitPath = null;
 // The file last chosen or dropped: its bytes as they are (a BOM, CRLF), sent when the box still shows it, since the
 // text area normalizes line ends and the server knows a stored document by its bytes' SHA-256.
 let loadedFile = null;
@@ -23,8 +23,11 @@ async function setup() {
   validate = new ajv2020.default({ allErrors: true, strict: false }).compile(schema);
   // the presets' sizes for the consistency check, by every name eco_preset_find takes: the preset's, its HF id and
   // the id's short name, in any case
-  presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
+  const presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
     [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
+  // and the C tables it reads: the architectures the curves know, the cards' names and bandwidths
+  checkTables = { presets, archs: (eco.infoCache?.archs || []).map((a) => a.arch), gpuArch: (n) => eco.gpuArch(n),
+    tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) };
   // Submitting needs an API route that accepts replications; look for one in the OpenAPI document.
   try {
     const api = await fetchJson('openapi.json');
@@ -69,7 +72,7 @@ function show(doc, text) {
   reset();
   const ok = validate(doc);
   // schema first, then what the figures say of each other (eco validate's "consistency" checks)
-  const errs = ok ? energyConsistency(doc, presets, (n) => eco.gpuArch(n)) : normalizeAjvErrors(validate.errors);
+  const errs = ok ? energyConsistency(doc, checkTables) : normalizeAjvErrors(validate.errors);
   if (errs.length) {
     const what = ok ? 'figures that contradict each other' : `against energy.json schema ${validate.schema?.properties?.schema_version?.const ?? ''}`;
     $('validation').replaceChildren(el('div', { class: 'error-box', role: 'alert', id: 'verdict-invalid' },

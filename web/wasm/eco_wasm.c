@@ -569,6 +569,28 @@ EXPORT("eco_wasm_gpu_arch") int eco_wasm_gpu_arch(void)
     return finish();
 }
 
+/* The speed no engine can pass (eco_decode_tokens_per_s_ceiling, the C check's): str 0 = card name, 1 = preset,
+ * 2 = precision. {"ceiling": null} where no bound holds (a card or preset the table lacks, small weights). */
+EXPORT("eco_wasm_tokens_per_s_ceiling") int eco_wasm_tokens_per_s_ceiling(int batch)
+{
+    const eco_gpu_spec *card = eco_gpu_exact(g_str[0]);
+    const eco_model_config *preset = eco_preset_find(g_str[1]);
+    eco_precision p;
+    bool parsed = !eco_precision_parse(g_str[2], &p);
+    eco_clear_error();
+    double ceiling = parsed ? eco_decode_tokens_per_s_ceiling(card, preset, p, batch) : 0;
+    out_reset();
+    obj();
+    knum("ceiling", ceiling > 0 ? ceiling : NAN);
+    if (ceiling > 0) {
+        kstr("card", card->name);
+        kstr("model", preset->name);
+        knum("gb_per_token", (double)eco_model_bytes_per_token(preset, p, 0, true) / 1e9);
+    }
+    end_obj();
+    return finish();
+}
+
 EXPORT("eco_wasm_info") int eco_wasm_info(void)
 {
     out_reset();

@@ -24,5 +24,6 @@ int eco_wasm_curve_index(void);
 int eco_wasm_curve_series(int idx, int n, double x0, double x1);
 int eco_wasm_info(void);
 int eco_wasm_gpu_arch(void);
+int eco_wasm_tokens_per_s_ceiling(int batch);
 
 #endif
