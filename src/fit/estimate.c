@@ -326,6 +326,73 @@ static const eco_curve *sibling_curve(const eco_curve_set *set, const char *arch
     return NULL;
 }
 
+/* The spread of a measured answer over anchors idx[0..hits) of c: their trial-weighted mean, min and max, and the
+ * half-width the range adds either side of min..max. The SE of the mean comes from the trials' pooled SD, with
+ * Student's t for its few trials (its degrees of freedom: the trials that gave an SD, less their anchors' means).
+ * Anchors without an SD (single trials) take the pooled SD of those with one; where none has one, the scatter
+ * between sessions that repeated a measurement on this curve, and only then the curve's residual SD, which a poorly
+ * fitting form inflates (Ada int8-mixed: 58 points around two sessions 0.1 point apart). One session's answer adds
+ * the scatter between sessions (min..max covers it where the answer has several). */
+typedef struct {
+    double mean, mn, mx, half, cv_pct, trial_sd, between;
+    int trials, single, with_sd;
+} measured_spread;
+
+static measured_spread spread_of(const eco_curve *c, const size_t *idx, size_t hits, double sig_curve)
+{
+    measured_spread m = {.mn = INFINITY, .mx = -INFINITY, .between = NAN};
+    double sw = 0, s = 0, cv = 0, var = 0;
+    int ncv = 0, sd_trials = 0;
+    for (size_t k = 0; k < hits; k++) {
+        const eco_anchor *a = &c->anchors[idx[k]];
+        sw += a->n_trials; s += a->n_trials * a->delta_pct; m.trials += a->n_trials;
+        if (a->delta_pct < m.mn) m.mn = a->delta_pct;
+        if (a->delta_pct > m.mx) m.mx = a->delta_pct;
+        if (isfinite(a->cv_pct)) { cv += a->cv_pct; ncv++; }
+        if (isfinite(a->sd_pct)) { var += a->n_trials * a->sd_pct * a->sd_pct; m.with_sd++; sd_trials += a->n_trials; }
+        if (a->n_trials < 2) m.single++;
+    }
+    m.mean = s / sw;
+    m.cv_pct = ncv ? cv / ncv : NAN;
+    bool se_known = m.with_sd > 0;
+    double scatter = session_scatter_sd(c);
+    m.trial_sd = se_known ? sqrt(var / sd_trials) : isfinite(scatter) ? scatter : sig_curve;
+    double se = se_known || isfinite(scatter) ? m.trial_sd / sqrt((double)m.trials) : sig_curve;
+    if (se < 1.0) se = 1.0;
+    size_t df = sd_trials > m.with_sd ? (size_t)(sd_trials - m.with_sd) : 1;
+    double t = se_known ? eco_t975(df) : 1.96;
+    /* where no trial SD is known the scatter (or the residual SD) already stands in for it */
+    if (hits == 1 && se_known) m.between = scatter;
+    m.half = isfinite(m.between) ? sqrt(pow(t * se, 2) + pow(1.96 * m.between, 2)) : t * se;
+    return m;
+}
+
+/* The half-width a measured answer has at the anchors nearest N in log size (interpolated between the two that
+ * bracket it, the edge's beyond them): a fitted or extrapolated range is never narrower than the measurements it
+ * rests on (a curve through 2-trial anchors had answered 9B more tightly than 7B, where it was measured). */
+static double measured_half_near(const eco_curve *c, double N, double sig_curve)
+{
+    double below = 0, above = INFINITY;
+    for (size_t i = 0; i < c->n_anchors; i++) {
+        double x = c->anchors[i].params_b;
+        if (x <= N && x > below) below = x;
+        if (x >= N && x < above) above = x;
+    }
+    double halves[2] = {NAN, NAN}, at[2] = {below, above};
+    for (int k = 0; k < 2; k++) {
+        if (!(at[k] > 0) || !isfinite(at[k])) continue;
+        size_t idx[ECO_FIT_MAX_ANCHORS], n = 0;
+        for (size_t i = 0; i < c->n_anchors; i++)
+            if (fabs(c->anchors[i].params_b - at[k]) <= SIZE_TOL * at[k]) idx[n++] = i;
+        measured_spread m = spread_of(c, idx, n, sig_curve);
+        halves[k] = m.half + (m.mx - m.mn) / 2;
+    }
+    if (!isfinite(halves[0])) return halves[1];
+    if (!isfinite(halves[1]) || above <= below) return halves[0];
+    double w = log(N / below) / log(above / below);
+    return halves[0] + w * (halves[1] - halves[0]);
+}
+
 eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *e)
 {
     memset(e, 0, sizeof *e);
@@ -416,35 +483,17 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         note(e, "the measurements are of %s at %.4gB; %.4gB was asked (within 15%% of its size, so they stand for it)",
              named_shifted->model, named_shifted->params_b, N);
     if (hits) {
-        double sw = 0, s = 0, mn = INFINITY, mx = -INFINITY, cv = 0, var = 0;
-        int ntr = 0, ncv = 0, nsd = 0, single = 0;
-        for (size_t k = 0; k < hits; k++) {
-            const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
-            sw += a->n_trials; s += a->n_trials * a->delta_pct; ntr += a->n_trials;
-            if (a->delta_pct < mn) mn = a->delta_pct;
-            if (a->delta_pct > mx) mx = a->delta_pct;
-            if (isfinite(a->cv_pct)) { cv += a->cv_pct; ncv++; }
-            if (isfinite(a->sd_pct)) { var += a->n_trials * a->sd_pct * a->sd_pct; nsd++; }
-            if (a->n_trials < 2) single++;
-        }
+        measured_spread m = spread_of(c, e->anchor_idx, hits, sig_curve);
+        double mn = m.mn, mx = m.mx, half = m.half, between = m.between;
+        int single = m.single;
         e->label = ECO_LABEL_MEASURED;
-        e->delta_pct = s / sw;
-        e->n = ntr;
+        e->delta_pct = m.mean;
+        e->n = m.trials;
         e->n_anchors = hits;
-        e->cv_pct = ncv ? cv / ncv : NAN;
-        /* trial SDs known for every anchor: the SE of the mean, with Student's t for its few trials; otherwise the
-         * curve's residual SD stands in for the between-session scatter a single trial cannot show. One session's
-         * answer adds the scatter between sessions that repeated a measurement on this curve (min..max covers it
-         * where this answer has several). */
-        bool se_known = (size_t)nsd == hits;
-        double se = se_known ? sqrt(var / ntr) / sqrt((double)ntr) : sig_curve;
-        if (se < 1.0) se = 1.0;
-        /* the pooled SD's degrees of freedom: every anchor's trials less its own mean */
-        size_t df = (size_t)ntr > hits ? (size_t)ntr - hits : 1;
-        double t = se_known ? eco_t975(df) : 1.96;
-        /* where the trial SDs are unknown the curve's residual SD already stands in for the scatter */
-        double between = hits == 1 && se_known ? session_scatter_sd(c) : NAN;
-        double half = isfinite(between) ? sqrt(pow(t * se, 2) + pow(1.96 * between, 2)) : t * se;
+        e->cv_pct = m.cv_pct;
+        if (m.with_sd > 0 && (size_t)m.with_sd < hits)
+            note(e, "%zu of %zu measurement(s) give no trial SD: they take the %.1f-point SD of the others' trials",
+                 hits - (size_t)m.with_sd, hits, m.trial_sd);
         e->lo_pct = mn - half;
         e->hi_pct = mx + half;
         if (isfinite(between))
@@ -485,6 +534,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             double hl = e->delta_pct - lo, hh = hi - e->delta_pct;
             e->lo_pct = e->delta_pct - sqrt(hl * hl + 1.96 * 1.96 * extra);
             e->hi_pct = e->delta_pct + sqrt(hh * hh + 1.96 * 1.96 * extra);
+        }
+        double floor_half = measured_half_near(c, N, sig_curve);
+        if (isfinite(floor_half) && (e->delta_pct - e->lo_pct < floor_half || e->hi_pct - e->delta_pct < floor_half)) {
+            if (e->delta_pct - e->lo_pct < floor_half) e->lo_pct = e->delta_pct - floor_half;
+            if (e->hi_pct - e->delta_pct < floor_half) e->hi_pct = e->delta_pct + floor_half;
+            note(e, "the range is widened to the nearest measurements' own (%.1f points either way): a curve is not surer "
+                    "than the data it passes through", floor_half);
         }
     }
     if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;

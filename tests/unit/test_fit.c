@@ -505,6 +505,76 @@ static void test_measured_ranges(void **state)
     free(set);
 }
 
+/* A measurement without a trial SD takes the others' pooled SD, not the curve's residual SD (a form that fits
+ * badly had made two sessions 0.1 point apart a range of 230 points); and a fitted or extrapolated range is never
+ * narrower than the measurements nearest it. */
+static void test_ranges_rest_on_the_measurements(void **state)
+{
+    (void)state;
+    eco_record rows[6];
+    static const double sizes[] = {0.5, 1, 2, 3.5, 7, 7}, deltas[] = {580, 30, 400, -5, 105.9, 105.8};
+    static const int trials[] = {2, 2, 2, 2, 3, 1};
+    for (int i = 0; i < 6; i++) {
+        make_row(&rows[i], "ada", ECO_PREC_INT8_MIXED, sizes[i], deltas[i], trials[i], "m");
+        if (trials[i] > 1) rows[i].e_quant_sd_mj = 0.02 * rows[i].e_quant_mj;
+        snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_INT8_MIXED);
+    assert_non_null(c);
+    assert_true(c->resid_sd_pct > 50); /* the zigzag no form follows */
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_INT8_MIXED, .params_b = 7.0, .batch = 1};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.n_anchors, 2);
+    /* the 3-trial anchor's SD: 2% of E_q is 2 x 2.059 = 4.12 points of ΔE; SE over all 4 trials, t(2) */
+    size_t k = 0;
+    while (k < c->n_anchors && !(fabs(c->anchors[k].params_b - 7.0) < 1e-9 && c->anchors[k].n_trials == 3)) k++;
+    assert_true(k < c->n_anchors);
+    double half = eco_t975(2) * c->anchors[k].sd_pct / 2.0;
+    assert_near(e.hi_pct - 105.9, half, 1e-6);
+    assert_near(105.8 - e.lo_pct, half, 1e-6);
+    assert_true(e.lo_pct > 90 && e.recommendation == ECO_REC_DO_NOT_QUANTIZE);
+    bool said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "1 of 2 measurement(s) give no trial SD") != NULL;
+    assert_true(said);
+    /* beyond 7B: at least as wide as the 7B measurement, either way */
+    q.params_b = 9.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    double floor_half = half + (105.9 - 105.8) / 2;
+    assert_true(e.hi_pct - e.delta_pct >= floor_half - 1e-9);
+    assert_true(e.delta_pct - e.lo_pct >= floor_half - 1e-9 || e.lo_pct <= -c->s_cap_pct);
+    /* a smooth curve through 2-trial anchors: its band at 8B is narrow, the 7B measurement's t(1) range is not */
+    static const double nf4[] = {10, 0, -8, -15};
+    for (int i = 0; i < 4; i++) {
+        make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i + 1], nf4[i] - 0.3 * (i == 1), 2, "m");
+        rows[i].e_quant_sd_mj = 0.01 * rows[i].e_quant_mj;
+        snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
+    }
+    assert_int_equal(eco_fit_all(rows, 4, &o, set), ECO_OK);
+    c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
+    q.precision = ECO_PREC_NF4;
+    q.params_b = 7.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    double measured_half = e.hi_pct - e.delta_pct;
+    assert_true(measured_half > 5); /* t(1) = 12.7 */
+    q.params_b = 8.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
+    assert_true(e.hi_pct - e.delta_pct >= measured_half - 1e-9 && e.delta_pct - e.lo_pct >= measured_half - 1e-9);
+    /* between 3.5B and 7B: at least the two measurements' half-widths interpolated in log size */
+    q.params_b = 5.0;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
+    assert_true(e.hi_pct - e.delta_pct > 0.5 * measured_half);
+    free(set);
+}
+
 /* Two groups as large as each other (rows and trials): one is fitted, the other's rows say it was a tie, not
  * that they were fewer, and an estimate on the curve says its answer rests on one of two equal groups. */
 static void test_tied_groups_are_said(void **state)
@@ -817,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
         cmocka_unit_test(test_provenance_when_request_and_data_differ),
         cmocka_unit_test(test_measured_ranges),
+        cmocka_unit_test(test_ranges_rest_on_the_measurements),
         cmocka_unit_test(test_tied_groups_are_said),
         cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
