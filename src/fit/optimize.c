@@ -473,9 +473,43 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             }
         }
     }
+    if (r->best >= 0 && q->objective != ECO_OBJ_LATENCY && r->cand[r->best].precision != ECO_PREC_FP16 &&
+        r->cand[r->best].delta_hi_pct >= 0) {
+        /* An uncertain ΔE (its range reaching fp16 or above) wins only if it wins at the top of its range against the
+         * best configuration whose range is a saving throughout: an extrapolated LLM.int8() at -50% [-50, +168] must
+         * not displace an nf4 at -49% [-74, -17] by its central value. */
+        const eco_candidate *b = &r->cand[r->best];
+        int sure = -1;
+        for (size_t i = 0; i < r->n; i++)
+            if (r->cand[i].feasible && r->cand[i].precision != ECO_PREC_FP16 && r->cand[i].delta_hi_pct < 0 &&
+                (sure < 0 || cmp_cand(&r->cand[i], &r->cand[sure]) < 0))
+                sure = (int)i;
+        if (sure >= 0) {
+            double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100);
+            double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
+            if (!(pessimistic < r->cand[sure].score)) {
+                const eco_candidate *s = &r->cand[sure];
+                onote(r, "%s's ΔE (%+.1f%%) is lower at its centre, but its 95%% range reaches %+.1f%%: %s, a saving across its "
+                         "whole range (%+.1f%% to %+.1f%%), is recommended", eco_precision_name(b->precision), b->delta_pct,
+                      b->delta_hi_pct, eco_precision_name(s->precision), s->delta_lo_pct, s->delta_hi_pct);
+                r->best = sure;
+            }
+        }
+    }
     if (r->best >= 0 && q->objective != ECO_OBJ_LATENCY && r->cand[r->best].precision != ECO_PREC_FP16) {
         const eco_candidate *b = &r->cand[r->best];
-        if (b->delta_lo_pct < 0 && b->delta_hi_pct > 0)
+        const eco_candidate *f16 = NULL; /* fp16 at the recommended batch */
+        for (size_t i = 0; i < r->n && !f16; i++)
+            if (r->cand[i].precision == ECO_PREC_FP16 && r->cand[i].batch == b->batch) f16 = &r->cand[i];
+        if (f16 && !f16->feasible && b->delta_lo_pct > 0)
+            onote(r, "%s is recommended because fp16 does not fit (%s), not for its energy: against fp16 it costs %+.1f%% "
+                     "(95%% range %+.1f%% to %+.1f%%)", eco_precision_name(b->precision), f16->reason, b->delta_pct,
+                  b->delta_lo_pct, b->delta_hi_pct);
+        else if (f16 && !f16->feasible)
+            onote(r, "fp16 does not fit (%s): %s's ΔE against it (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) is what the "
+                     "energy would be if it did", f16->reason, eco_precision_name(b->precision), b->delta_pct, b->delta_lo_pct,
+                  b->delta_hi_pct);
+        else if (b->delta_lo_pct < 0 && b->delta_hi_pct > 0)
             onote(r, "%s's ΔE (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) does not tell it from fp16: it is recommended on its "
                      "central value, and fp16 at the same batch may use as little energy",
                   eco_precision_name(b->precision), b->delta_pct, b->delta_lo_pct, b->delta_hi_pct);

@@ -879,6 +879,53 @@ static void test_tokens_per_s_ceiling(void **state)
     assert_true(eco_decode_tokens_per_s_ceiling(h200, &small, ECO_PREC_FP16, 1) == 0);
 }
 
+/* An uncertain saving (its range reaching past fp16) does not displace a sure one by its central value; a format
+ * recommended because fp16 does not fit says so. */
+static void test_optimizer_sure_saving(void **state)
+{
+    (void)state;
+    eco_record rows[10];
+    static const double sizes[] = {1, 2, 3, 5, 7}, mixed[] = {-30, 60, -40, 50, -45};
+    for (int i = 0; i < 5; i++) {
+        make_row(&rows[i], "ampere", ECO_PREC_INT8_MIXED, sizes[i], mixed[i], 2, "m");
+        rows[i].e_quant_sd_mj = 0.3 * rows[i].e_quant_mj;
+        make_row(&rows[5 + i], "ampere", ECO_PREC_NF4, sizes[i], -20 - 2 * i, 2, "m");
+        rows[5 + i].e_quant_sd_mj = 0.005 * rows[5 + i].e_quant_mj;
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 10, &o, set), ECO_OK);
+    const eco_gpu_spec *g;
+    assert_int_equal(eco_gpu_find("A100 80GB", &g, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    eco_optimize_query q = {.params_b = 7.0, .gpu = g, .ctx = 512, .batch = 1, .objective = ECO_OBJ_ENERGY};
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    const eco_candidate *mix = NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].precision == ECO_PREC_INT8_MIXED) mix = &r->cand[i];
+    assert_non_null(mix);
+    assert_true(mix->delta_pct < -40 && mix->delta_hi_pct > 0); /* lower at its centre, not a sure saving */
+    assert_true(r->best >= 0);
+    assert_int_equal(r->cand[r->best].precision, ECO_PREC_NF4);
+    assert_true(r->cand[r->best].delta_hi_pct < 0);
+    bool said = false;
+    for (size_t i = 0; i < r->n_notes; i++) said |= strstr(r->notes[i], "a saving across its whole range") != NULL;
+    assert_true(said);
+    /* 72B on an 80 GB card: fp16 does not fit, and the note says why a format is recommended */
+    q.params_b = 72.0;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    assert_true(r->best >= 0 && r->cand[r->best].precision != ECO_PREC_FP16);
+    said = false;
+    for (size_t i = 0; i < r->n_notes; i++) {
+        said |= strstr(r->notes[i], "fp16 does not fit (needs") != NULL;
+        assert_null(strstr(r->notes[i], "fp16 at the same batch may use as little energy"));
+    }
+    assert_true(said);
+    free(r);
+    free(set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -891,7 +938,7 @@ int main(void)
         cmocka_unit_test(test_tied_groups_are_said),
         cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
-        cmocka_unit_test(test_tokens_per_s_ceiling),
+        cmocka_unit_test(test_tokens_per_s_ceiling),     cmocka_unit_test(test_optimizer_sure_saving),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
