@@ -109,30 +109,76 @@ static eco_err get_bool(json_t *root, const char *key, bool def, bool *out)
     return ECO_OK;
 }
 
-static eco_err parse_rope_scaling(json_t *rs, eco_model_config *c)
+/* rope_scaling (transformers < 5) or rope_parameters (>= 5), named `field` in errors; `ctx` prefixes its keys. */
+static eco_err parse_rope_scaling(json_t *rs, const char *field, const char *ctx, eco_model_config *c)
 {
     if (!rs || json_is_null(rs)) return ECO_OK;
-    if (!json_is_object(rs)) return eco_fail_field(ECO_EINVAL, "rope_scaling", "rope_scaling must be an object or null");
+    if (!json_is_object(rs)) return eco_fail_field(ECO_EINVAL, field, "%s must be an object or null", field);
     json_t *t = json_object_get(rs, "rope_type");
     if (!t) t = json_object_get(rs, "type"); /* transformers < 4.45 */
-    if (!json_is_string(t)) return eco_fail_field(ECO_EINVAL, "rope_scaling", "rope_scaling has no rope_type");
+    if (!t && !strcmp(field, "rope_parameters")) {
+        /* transformers >= 5 may leave the type out for the default; one entry per layer type is another model */
+        const char *k;
+        json_t *v;
+        json_object_foreach(rs, k, v)
+            if (json_is_object(v))
+                return eco_fail_field(ECO_EUNSUPPORTED, field, "rope_parameters per layer type (\"%s\") is not supported", k);
+        return ECO_OK;
+    }
+    if (!json_is_string(t)) return eco_fail_field(ECO_EINVAL, field, "%s has no rope_type", field);
     const char *type = json_string_value(t);
     if (!strcmp(type, "default")) return ECO_OK;
     if (strcmp(type, "llama3"))
-        return eco_fail_field(ECO_EUNSUPPORTED, "rope_scaling",
-                              "rope_scaling type \"%s\" is not supported (only \"llama3\" and \"default\")", type);
+        return eco_fail_field(ECO_EUNSUPPORTED, field, "%s type \"%s\" is not supported (only \"llama3\" and \"default\")",
+                              field, type);
     eco_err e;
     double orig = 0;
     c->rope_llama3 = true;
-    if ((e = get_num(rs, "rope_scaling.", "factor", true, 0, &c->rope_factor)) ||
-        (e = get_num(rs, "rope_scaling.", "low_freq_factor", true, 0, &c->rope_low_freq_factor)) ||
-        (e = get_num(rs, "rope_scaling.", "high_freq_factor", true, 0, &c->rope_high_freq_factor)) ||
-        (e = get_num(rs, "rope_scaling.", "original_max_position_embeddings", true, 0, &orig)))
+    if ((e = get_num(rs, ctx, "factor", true, 0, &c->rope_factor)) ||
+        (e = get_num(rs, ctx, "low_freq_factor", true, 0, &c->rope_low_freq_factor)) ||
+        (e = get_num(rs, ctx, "high_freq_factor", true, 0, &c->rope_high_freq_factor)) ||
+        (e = get_num(rs, ctx, "original_max_position_embeddings", true, 0, &orig)))
         return e;
     if (!(orig >= 1 && orig <= 1e9 && orig == floor(orig)))
-        return eco_fail_field(ECO_EINVAL, "rope_scaling",
-                              "rope_scaling.original_max_position_embeddings must be a positive integer");
+        return eco_fail_field(ECO_EINVAL, field, "%soriginal_max_position_embeddings must be a positive integer", ctx);
     c->rope_original_max_pos = (int)orig;
+    return ECO_OK;
+}
+
+/* transformers >= 5 writes rope_theta, the scaling and partial_rotary_factor into one "rope_parameters" object, and
+ * no top-level rope_theta: read as the top-level fields were, a Llama-3.1 config would run at theta 1e4 without its
+ * scaling and load without a word. A value given both ways must agree. */
+static eco_err parse_rope_parameters(json_t *root, eco_model_config *c)
+{
+    json_t *rp = json_object_get(root, "rope_parameters");
+    if (!rp || json_is_null(rp)) return ECO_OK;
+    if (!json_is_object(rp)) return eco_fail_field(ECO_EINVAL, "rope_parameters", "rope_parameters must be an object or null");
+    eco_err e;
+    double theta = 0, prf = 1.0;
+    if (json_object_get(rp, "rope_theta")) {
+        if ((e = get_num(rp, "rope_parameters.", "rope_theta", true, 0, &theta))) return e;
+        json_t *top = json_object_get(root, "rope_theta");
+        if (json_is_number(top) && json_number_value(top) != theta)
+            return eco_fail_field(ECO_EINVAL, "rope_parameters", "rope_theta %g and rope_parameters.rope_theta %g disagree",
+                                  json_number_value(top), theta);
+        c->rope_theta = theta;
+    }
+    if ((e = get_num(rp, "rope_parameters.", "partial_rotary_factor", false, 1.0, &prf))) return e;
+    if (prf != 1.0)
+        return eco_fail_field(ECO_EUNSUPPORTED, "partial_rotary_factor", "rope_parameters.partial_rotary_factor != 1 is not supported");
+    json_t *rs = json_object_get(root, "rope_scaling");
+    eco_model_config scaled = *c; /* the scaling rope_parameters alone describes */
+    scaled.rope_llama3 = false;
+    scaled.rope_factor = scaled.rope_low_freq_factor = scaled.rope_high_freq_factor = 0;
+    scaled.rope_original_max_pos = 0;
+    if ((e = parse_rope_scaling(rp, "rope_parameters", "rope_parameters.", &scaled))) return e;
+    if (rs && !json_is_null(rs) &&
+        (scaled.rope_llama3 != c->rope_llama3 ||
+         (c->rope_llama3 && (scaled.rope_factor != c->rope_factor || scaled.rope_low_freq_factor != c->rope_low_freq_factor ||
+                             scaled.rope_high_freq_factor != c->rope_high_freq_factor ||
+                             scaled.rope_original_max_pos != c->rope_original_max_pos))))
+        return eco_fail_field(ECO_EINVAL, "rope_parameters", "rope_scaling and rope_parameters describe different scalings");
+    *c = scaled;
     return ECO_OK;
 }
 
@@ -232,7 +278,9 @@ static eco_err parse_root(json_t *root, eco_model_config *out)
     if ((e = parse_window_layers(root, &c, use_sw && sw > 0, &use_sw))) return e;
     c.sliding_window = use_sw ? sw : 0;
 
-    if ((e = parse_rope_scaling(json_object_get(root, "rope_scaling"), &c))) return e;
+    if ((e = parse_rope_scaling(json_object_get(root, "rope_scaling"), "rope_scaling", "rope_scaling.", &c)) ||
+        (e = parse_rope_parameters(root, &c)))
+        return e;
 
     json_t *dt = json_object_get(root, "torch_dtype");
     if (!dt) dt = json_object_get(root, "dtype"); /* transformers >= 4.56 */

@@ -236,6 +236,51 @@ static void test_errors(void **state)
     expect_fail("/nonexistent/config.json", ECO_EIO, NULL, "/nonexistent/config.json");
 }
 
+/* transformers >= 5: rope_theta and the scaling in one "rope_parameters" object, no top-level rope_theta. Read as
+ * the old fields only, Llama-3.1 ran at theta 1e4 without its scaling and loaded without a word. */
+#define SMALL_LLAMA "{\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,\"intermediate_size\":128," \
+                    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,"
+static void test_transformers5_rope_parameters(void **state)
+{
+    (void)state;
+    eco_model_config c, v4;
+    assert_int_equal(eco_model_config_from_json(llama31, &v4), ECO_OK);
+    char v5[2048];
+    const char *cut = strstr(llama31, "\"rope_theta\"");
+    const char *tail = strstr(llama31, "\"tie_word_embeddings\"");
+    snprintf(v5, sizeof v5, "%.*s\"rms_norm_eps\":1e-05,\"rope_parameters\":{\"rope_type\":\"llama3\",\"rope_theta\":500000.0,"
+             "\"factor\":8.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,\"original_max_position_embeddings\":8192},%s",
+             (int)(cut - llama31), llama31, tail);
+    assert_int_equal(eco_model_config_from_json(v5, &c), ECO_OK);
+    assert_near(c.rope_theta, 5e5, 0);
+    assert_true(c.rope_llama3);
+    assert_near(c.rope_factor, v4.rope_factor, 0);
+    assert_near(c.rope_low_freq_factor, v4.rope_low_freq_factor, 0);
+    assert_near(c.rope_high_freq_factor, v4.rope_high_freq_factor, 0);
+    assert_int_equal(c.rope_original_max_pos, 8192);
+    /* the default type, with or without its name */
+    assert_int_equal(eco_model_config_from_json(SMALL_LLAMA "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e6}}", &c), ECO_OK);
+    assert_near(c.rope_theta, 1e6, 0);
+    assert_false(c.rope_llama3);
+    assert_int_equal(eco_model_config_from_json(SMALL_LLAMA "\"rope_parameters\":{\"rope_theta\":2e5}}", &c), ECO_OK);
+    assert_near(c.rope_theta, 2e5, 0);
+    /* both spellings at once: the same values pass, different ones are refused */
+    assert_int_equal(eco_model_config_from_json(SMALL_LLAMA "\"rope_theta\":1e6,\"rope_parameters\":{\"rope_theta\":1e6}}", &c), ECO_OK);
+    expect_fail(SMALL_LLAMA "\"rope_theta\":1e4,\"rope_parameters\":{\"rope_theta\":1e6}}", ECO_EINVAL, "rope_parameters", "disagree");
+    expect_fail(SMALL_LLAMA "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8,\"low_freq_factor\":1,\"high_freq_factor\":4,"
+                "\"original_max_position_embeddings\":32},\"rope_parameters\":{\"rope_type\":\"default\"}}",
+                ECO_EINVAL, "rope_parameters", "different scalings");
+    /* what the old fields refuse, refused here too */
+    expect_fail(SMALL_LLAMA "\"rope_parameters\":{\"rope_type\":\"yarn\",\"factor\":4.0}}", ECO_EUNSUPPORTED, "rope_parameters", "yarn");
+    expect_fail(SMALL_LLAMA "\"rope_parameters\":{\"rope_theta\":1e4,\"partial_rotary_factor\":0.5}}", ECO_EUNSUPPORTED,
+                "partial_rotary_factor", "partial_rotary_factor");
+    expect_fail(SMALL_LLAMA "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\"}}}", ECO_EUNSUPPORTED,
+                "rope_parameters", "per layer type");
+    expect_fail(SMALL_LLAMA "\"rope_parameters\":[1]}", ECO_EINVAL, "rope_parameters", "object");
+    expect_fail(SMALL_LLAMA "\"rope_parameters\":{\"rope_type\":\"llama3\",\"factor\":8}}", ECO_EINVAL, "low_freq_factor",
+                "rope_parameters.low_freq_factor");
+}
+
 static void test_file_and_round_trip(void **state)
 {
     (void)state;
@@ -280,7 +325,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama31),     cmocka_unit_test(test_llama3_inv_freq), cmocka_unit_test(test_qwen2),
         cmocka_unit_test(test_phi3), cmocka_unit_test(test_window_layers_and_biases),        cmocka_unit_test(test_mistral_defaults), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_file_and_round_trip),
+        cmocka_unit_test(test_file_and_round_trip), cmocka_unit_test(test_transformers5_rope_parameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
