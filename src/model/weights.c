@@ -346,6 +346,43 @@ static eco_err check_all(const eco_weights *w)
     return ECO_OK;
 }
 
+/* Whether `name` is a tensor the config reads at this layer. */
+static bool read_at_layer(const eco_model_config *c, int layer, const char *name)
+{
+    char want[160];
+    for (int k = 0; k < ECO_W_COUNT; k++)
+        if (eco_weight_present(c, (eco_weight_kind)k) && eco_weight_per_layer((eco_weight_kind)k) &&
+            !eco_weight_hf_name(c, (eco_weight_kind)k, layer, want, sizeof want) && !strcmp(want, name))
+            return true;
+    return false;
+}
+
+/* What the checkpoint holds beyond what the config reads. HF ignores a layer's rotary_emb.inv_freq and a tied
+ * model's lm_head.weight, and so does this; but a layer the config does not count, a bias it does not add or a
+ * per-layer weight it does not know would make the measured model another than the checkpoint without a word (a
+ * 2-layer checkpoint under num_hidden_layers 1 ran as one layer): refused. A tensor in two shards is ambiguous. */
+static eco_err check_unread(const eco_weights *w)
+{
+    const eco_model_config *c = &w->cfg;
+    for (int s = 0; s < w->n_shards; s++)
+        for (size_t i = 0; i < eco_safetensors_count(w->shard[s]); i++) {
+            const char *name = eco_safetensors_at(w->shard[s], i)->name;
+            for (int o = 0; o < s; o++)
+                if (eco_safetensors_find(w->shard[o], name))
+                    return eco_fail(ECO_EFORMAT, "tensor \"%s\" is in two shards: which one to read is ambiguous", name);
+            int layer = -1, at = 0;
+            if (sscanf(name, "model.layers.%d.%n", &layer, &at) != 1 || at == 0) continue;
+            if (layer < 0 || layer >= c->layers)
+                return eco_fail(ECO_EFORMAT, "tensor \"%s\": the checkpoint has layer %d, the config's num_hidden_layers is %d",
+                                name, layer, c->layers);
+            if (read_at_layer(c, layer, name) || !strcmp(name + at, "self_attn.rotary_emb.inv_freq")) continue;
+            return eco_fail(ECO_EUNSUPPORTED, "tensor \"%s\" is not part of the %s layer the config describes (%s): it "
+                            "would be ignored and the model run would not be the checkpoint's", name,
+                            eco_model_family_name(c->family), strstr(name + at, ".bias") ? "no bias there" : "an unknown weight");
+        }
+    return ECO_OK;
+}
+
 static bool is_file(const char *p)
 {
     struct stat sb;
@@ -422,7 +459,7 @@ eco_err eco_weights_open(const char *path, const eco_model_config *c, eco_weight
             if ((e = add_shard(w, buf))) goto fail;
         }
     }
-    if ((e = eco_model_config_validate(&w->cfg)) || (e = check_all(w))) goto fail;
+    if ((e = eco_model_config_validate(&w->cfg)) || (e = check_all(w)) || (e = check_unread(w))) goto fail;
     *out = w;
     return ECO_OK;
 fail:

@@ -335,6 +335,56 @@ static void test_checkpoint_errors(void **state)
     eco_weights_free(syn);
 }
 
+/* What a checkpoint holds beyond what its config reads is refused, not silently dropped: a layer the config does not
+ * count, a bias it does not add, and a tensor in two shards. */
+static void test_checkpoint_unread_tensors(void **state)
+{
+    (void)state;
+    eco_model_config c = tiny(ECO_FAMILY_QWEN2), llama = c;
+    eco_weights *syn, *ck = NULL;
+    assert_int_equal(eco_weights_synthetic(&c, 5, &syn), ECO_OK);
+    char dir[256], p[400];
+    snprintf(dir, sizeof dir, "%s/ck-unread", tmpdir);
+    assert_int_equal(eco_weights_save(syn, dir, ECO_DT_F32, 1), ECO_OK);
+    eco_weights_free(syn);
+    assert_int_equal(eco_weights_open(dir, NULL, &ck), ECO_OK);
+    eco_weights_free(ck);
+    ck = NULL;
+    /* one layer fewer in the config than in the checkpoint */
+    eco_model_config fewer = c;
+    fewer.layers = 1;
+    assert_int_equal(eco_weights_open(dir, &fewer, &ck), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "the checkpoint has layer 1, the config's num_hidden_layers is 1"));
+    /* Qwen2's q/k/v biases under a Llama config of the same shapes */
+    llama.family = ECO_FAMILY_LLAMA;
+    llama.qkv_bias = false;
+    assert_int_equal(eco_weights_open(dir, &llama, &ck), ECO_EUNSUPPORTED);
+    assert_non_null(strstr(eco_last_error(), "q_proj.bias\" is not part of the llama layer the config describes (no bias there)"));
+    /* a second file holding a copy of model.norm.weight, listed in an index with the first */
+    eco_safetensors *st;
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    assert_int_equal(eco_safetensors_open(p, &st), ECO_OK);
+    const eco_st_tensor *norm = eco_safetensors_find(st, "model.norm.weight");
+    assert_non_null(norm);
+    eco_st_write_tensor copy[2] = {
+        {.name = "model.norm.weight", .dtype = norm->dtype, .ndim = 1, .shape = {norm->shape[0]}, .data = norm->data},
+        {.name = "extra.weight", .dtype = norm->dtype, .ndim = 1, .shape = {norm->shape[0]}, .data = norm->data}};
+    snprintf(p, sizeof p, "%s/extra.safetensors", dir);
+    assert_int_equal(eco_safetensors_write(p, copy, 2, NULL, 0), ECO_OK);
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"weight_map\":{\"extra.weight\":\"extra.safetensors\"", f);
+    for (size_t i = 0; i < eco_safetensors_count(st); i++)
+        fprintf(f, ",\"%s\":\"model.safetensors\"", eco_safetensors_at(st, i)->name);
+    fputs("}}", f);
+    fclose(f);
+    eco_safetensors_close(st);
+    assert_int_equal(eco_weights_open(dir, NULL, &ck), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "\"model.norm.weight\" is in two shards"));
+    assert_null(ck);
+}
+
 /* Shards hold about equal bytes (the embedding is one of many tensors), and config.json names the files' dtype. */
 static void test_checkpoint_shards_balanced(void **state)
 {
@@ -439,7 +489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_round_trip), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_lying_headers),    cmocka_unit_test(test_checkpoint_round_trip),
-        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_checkpoint_shards_balanced), cmocka_unit_test(test_synthetic), cmocka_unit_test(test_weights_cache_borrow),
+        cmocka_unit_test(test_checkpoint_errors), cmocka_unit_test(test_checkpoint_unread_tensors), cmocka_unit_test(test_checkpoint_shards_balanced), cmocka_unit_test(test_synthetic), cmocka_unit_test(test_weights_cache_borrow),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
