@@ -45,7 +45,8 @@ uint64_t eco_model_kv_bytes_per_position(const eco_model_config *c);
  * quantized linears (scales included), the lm_head (16-bit unless quantize_lm_head), one embedding row,
  * norms/biases, and the fp16 KV cache. */
 uint64_t eco_model_bytes_per_token(const eco_model_config *c, eco_precision p, uint64_t ctx, bool quantize_lm_head);
-/* Bytes of weights resident in memory (embeddings and lm_head 16-bit unless quantize_lm_head). */
+/* Bytes of weights resident in memory (embeddings and lm_head 16-bit unless quantize_lm_head; a tied head quantized
+ * is a copy beside the fp16 embedding, which the engine keeps for the lookup). */
 uint64_t eco_model_weight_bytes(const eco_model_config *c, eco_precision p, bool quantize_lm_head);
 
 

@@ -122,6 +122,7 @@ uint64_t eco_model_weight_bytes(const eco_model_config *c, eco_precision p, bool
 {
     uint64_t small = (uint64_t)c->layers * layer_small_params(c) + (uint64_t)c->hidden;
     uint64_t emb = 2ull * (uint64_t)c->vocab * (uint64_t)c->hidden;
-    return (uint64_t)c->layers * layer_linear_bytes(c, p) + (c->tie_embeddings ? 0 : head_bytes(c, p, quantize_lm_head)) +
-           emb + 2 * small;
+    /* a tied head shares the fp16 embedding, unless it is quantized: then the engine keeps a quantized copy too */
+    bool own_head = !c->tie_embeddings || (quantize_lm_head && p != ECO_PREC_FP16);
+    return (uint64_t)c->layers * layer_linear_bytes(c, p) + (own_head ? head_bytes(c, p, quantize_lm_head) : 0) + emb + 2 * small;
 }

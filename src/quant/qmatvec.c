@@ -152,8 +152,12 @@ eco_err eco_qmatvec_rows(const eco_qweight *q, const float *x, float *y, uint64_
         }
         /* per-token absmax over the non-outlier columns; outlier columns hold 0 in the int8 vector */
         float inv = sx > 0.0f ? 127.0f / sx : 0.0f, sx127 = sx / 127.0f;
-        for (uint64_t c = 0; c < cols; c++) xq[c] = (int8_t)rintf(xh[c] * inv);
-        for (uint64_t k = 0; k < n_out; k++) xq[outl[k]] = 0;
+        /* outlier columns hold 0: never converted, since |x| * inv can pass 127 there (a float-to-int8 overflow) */
+        for (uint64_t c = 0, k = 0; c < cols; c++) {
+            bool outlier = k < n_out && outl[k] == c;
+            k += outlier;
+            xq[c] = outlier ? 0 : (int8_t)rintf(xh[c] * inv);
+        }
         for (uint64_t r = row_begin; r < row_end; r++) {
             const int8_t *qr = (const int8_t *)q->data + r * cols;
             float rs = q->row_scale[r];

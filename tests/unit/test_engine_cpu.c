@@ -620,29 +620,39 @@ static void test_quality_text(void **state)
     eco_tokenizer_free(tok);
 }
 
+/* The engine's resident bytes are the byte accounting's, untied and tied, with the lm_head quantized or not (a
+ * tied head quantized is a copy beside the fp16 embedding). */
 static void test_resident_bytes(void **state)
 {
     (void)state;
-    eco_model_config c = tiny(ECO_FAMILY_LLAMA);
-    eco_weights *w;
-    assert_int_equal(eco_weights_synthetic(&c, 1, &w), ECO_OK);
-    uint64_t prev = 0;
-    eco_precision ps[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_NF4};
-    for (int i = 0; i < 3; i++) {
-        eco_engine_options o;
-        eco_engine_options_default(&o);
-        o.precision = ps[i];
-        o.max_seq = 8;
-        eco_engine *e;
-        assert_int_equal(eco_engine_create("cpu", w, &o, &e), ECO_OK);
-        uint64_t b = eco_engine_resident_bytes(e);
-        uint64_t kv = 2ull * c.layers * 8 * c.kv_heads * c.head_dim * 4;
-        assert_true(b - kv == eco_model_weight_bytes(&c, ps[i], false));
-        if (i) assert_true(b < prev);
-        prev = b;
-        eco_engine_free(e);
-    }
-    eco_weights_free(w);
+    for (int fam = 0; fam < 2; fam++)
+        for (int qhead = 0; qhead < 2; qhead++) {
+            eco_model_config c = tiny(fam ? ECO_FAMILY_QWEN2 : ECO_FAMILY_LLAMA);
+            c.tie_embeddings = fam; /* Qwen2.5's small models tie the head to the embedding */
+            eco_weights *w;
+            assert_int_equal(eco_weights_synthetic(&c, 1, &w), ECO_OK);
+            uint64_t prev = 0;
+            eco_precision ps[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_NF4};
+            for (int i = 0; i < 3; i++) {
+                eco_engine_options o;
+                eco_engine_options_default(&o);
+                o.precision = ps[i];
+                o.quantize_lm_head = qhead;
+                o.max_seq = 8;
+                eco_engine *e;
+                assert_int_equal(eco_engine_create("cpu", w, &o, &e), ECO_OK);
+                uint64_t b = eco_engine_resident_bytes(e);
+                uint64_t kv = 2ull * c.layers * 8 * c.kv_heads * c.head_dim * 4;
+                if (b - kv != eco_model_weight_bytes(&c, ps[i], qhead))
+                    fail_msg("%s, %s, lm_head %s: engine %llu, accounting %llu", c.name, eco_precision_name(ps[i]),
+                             qhead ? "quantized" : "fp16", (unsigned long long)(b - kv),
+                             (unsigned long long)eco_model_weight_bytes(&c, ps[i], qhead));
+                if (i) assert_true(b < prev);
+                prev = b;
+                eco_engine_free(e);
+            }
+            eco_weights_free(w);
+        }
 }
 
 int main(void)
