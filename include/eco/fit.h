@@ -66,6 +66,7 @@ typedef struct {
     int n_trials;
     char model[ECO_MODEL_NAME_SIZE], gpu[ECO_GPU_NAME_SIZE], session[ECO_SESSION_SIZE], source[ECO_SOURCE_SIZE];
     char flags[160]; /* the record's ("" when none): a throttled baseline or a disagreeing meter, shown with the estimate */
+    bool synthetic_weights; /* measured on random values of the model's real shapes (data/h200), said with the estimate */
 } eco_anchor;
 
 typedef struct {
@@ -209,6 +210,15 @@ double eco_kv_bytes_per_position_per_b(void);
 /* Share of a step's bytes that a KV cache of ctx positions x batch adds beyond the measurements' short context
  * (0 at or below ECO_MEASURED_CTX, or when a byte count is unknown). */
 double eco_kv_share_beyond_measured(int ctx, int batch, double kv_bytes_per_position, double weight_bytes);
+
+/* A long context's KV cache is the same bytes in every format (fp16), read by the same attention: it adds about the
+ * same energy a token to fp16 and to a quantized model, at fp16's energy per byte of weights times an alpha taken
+ * between ECO_KV_ALPHA_LO and ECO_KV_ALPHA_HI for the ranges (attention's efficiency is not measured). With kv1 the
+ * KV share of an fp16 batch-1 step beyond the measured context, ΔE becomes ΔE / (1 + alpha·kv1): a saving or a
+ * cost shrinks as the KV cache dominates. Scales delta (alpha 1) and lo/hi (the alphas that widen them). */
+#define ECO_KV_ALPHA_LO 0.5
+#define ECO_KV_ALPHA_HI 2.0
+void eco_delta_at_ctx(double kv1, double *delta, double *lo, double *hi);
 
 /* Context the measurements were taken at (prompt + generated tokens: 288 on the H200, 512 in the reference). */
 #define ECO_MEASURED_CTX 512

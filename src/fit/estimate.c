@@ -80,6 +80,18 @@ static double session_scatter_sd(const eco_curve *c)
     return df ? sqrt(ss / (double)df) : NAN;
 }
 
+/* Measurements on synthetic weights (random values of the model's real shapes): the answer says so, as a measurement
+ * of a trained checkpoint would otherwise be read (an int8-mixed figure depends on where the outlier columns are). */
+static void synthetic_note(eco_estimate *e, const eco_curve *c, const size_t *idx, size_t n, bool measured)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += c->anchors[idx[i]].synthetic_weights;
+    if (!k) return;
+    note(e, "%zu of %zu measurement(s) %s used synthetic weights (random values of the models' real shapes): speed and "
+            "energy follow the shapes%s", k, n, measured ? "behind this answer" : "on this curve",
+         c->precision == ECO_PREC_INT8_MIXED ? "; LLM.int8()'s outlier path follows the synthetic outlier columns, not a trained model's" : "");
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -116,6 +128,15 @@ eco_err eco_check_ctx(const eco_model_config *preset, int ctx)
     if (preset && ctx > preset->max_pos)
         return eco_fail_field(ECO_EINVAL, "ctx", "%s takes at most %d positions, got ctx %d", preset->name, preset->max_pos, ctx);
     return ECO_OK;
+}
+
+void eco_delta_at_ctx(double kv1, double *delta, double *lo, double *hi)
+{
+    if (!(kv1 > 0)) return;
+    double near = 1 + ECO_KV_ALPHA_LO * kv1, far = 1 + ECO_KV_ALPHA_HI * kv1;
+    *delta /= 1 + kv1;
+    *lo = fmin(*lo / near, *lo / far);
+    *hi = fmax(*hi / near, *hi / far);
 }
 
 double eco_kv_share_beyond_measured(int ctx, int batch, double kv_bytes_per_position, double weight_bytes)
@@ -505,6 +526,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
+        synthetic_note(e, c, e->anchor_idx, hits, true);
     } else {
         double lo, hi;
         eco_curve_band95(c, N, &lo, &hi);
@@ -512,6 +534,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         e->lo_pct = lo; e->hi_pct = hi;
         e->n_anchors = c->n_anchors;
         for (size_t i = 0; i < c->n_anchors; i++) { e->anchor_idx[i] = i; e->n += c->anchors[i].n_trials; }
+        synthetic_note(e, c, e->anchor_idx, c->n_anchors, false);
         double d = 0;
         if (N < c->n_min_b) d = log(c->n_min_b / N);
         else if (N > c->n_max_b) d = log(N / c->n_max_b);
@@ -545,6 +568,18 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     }
     if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;
     if (e->delta_pct < -c->s_cap_pct) e->delta_pct = -c->s_cap_pct;
+    /* a long context: the short-context ΔE, and the KV cache's share that every format reads alike */
+    const double d_short = e->delta_pct, lo_short = e->lo_pct, hi_short = e->hi_pct;
+    double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
+    double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, q->kv_bytes_per_position, fp16_bytes);
+    if (kv1 > ECO_KV_SHARE_MEASURED) {
+        eco_delta_at_ctx(kv1, &e->delta_pct, &e->lo_pct, &e->hi_pct);
+        e->label = worse(e->label, ECO_LABEL_ESTIMATED);
+        note(e, "at ctx %d the KV cache (fp16 in every format) adds about %.0f%% to an fp16 step's bytes beyond the "
+                "short-context (<= %d positions) measurements, and about the same energy to both: ΔE %+.1f%% becomes "
+                "%+.1f%%, estimated (KV energy per byte taken at %.1f-%.1fx fp16's per weight byte for the range)",
+             q->ctx, 100 * kv1, ECO_MEASURED_CTX, d_short, e->delta_pct, ECO_KV_ALPHA_LO, ECO_KV_ALPHA_HI);
+    }
     e->recommendation = e->hi_pct < 0 ? ECO_REC_QUANTIZE : e->lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : ECO_REC_DEPENDS;
 
     if (c->n_pooled) note(e, "curve pools %zu measurement protocols (explicit pool option)", c->n_pooled);
@@ -605,29 +640,29 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "
                     "(cards of one architecture differ in power limit and memory)", gpus, q->card, q->arch);
         }
-        /* Each precision's own share: the KV cache is the same bytes, a larger share of a quantized step's. The bytes
-         * a step reads grow by that share, so its energy may grow up to as much: the range's top does. */
-        double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
-        double kv_fp16 = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
+        /* The KV cache adds the same bytes, and about the same energy a token, to fp16 and to the quantized model
+         * (eco_delta_at_ctx): fp16's energy at this batch times the step's KV share, its range at the two alphas. */
+        double kv_step = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
         double kv_quant = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
-        double quant_top = 1; /* the quantized top's own share, over what the fp16 top already carries */
-        if (kv_fp16 > ECO_KV_SHARE_MEASURED) {
+        const eco_energy_value f16 = e->e_fp16; /* at the measurements' short context */
+        if (kv_step > ECO_KV_SHARE_MEASURED) {
             e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
-            e->e_fp16.hi_mj *= 1 + kv_fp16;
+            e->e_fp16.value_mj *= 1 + kv_step;
+            e->e_fp16.lo_mj *= 1 + ECO_KV_ALPHA_LO * kv_step;
+            e->e_fp16.hi_mj *= 1 + ECO_KV_ALPHA_HI * kv_step;
+        } else {
+            kv_step = 0;
         }
-        if (kv_quant > ECO_KV_SHARE_MEASURED) {
-            quant_top = (1 + kv_quant) / (kv_fp16 > ECO_KV_SHARE_MEASURED ? 1 + kv_fp16 : 1);
-            note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a %s step reads (%.0f%% in fp16), beyond the "
-                    "short-context (<= %d positions) measurements: absolute energy %s estimated, its range's top raised by "
-                    "that share (ΔE is a short-context figure too)",
-                 q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_fp16,
-                 ECO_MEASURED_CTX, kv_fp16 > ECO_KV_SHARE_MEASURED ? "is" : "of the quantized model is");
-        }
-        e->e_quant.value_mj = e->e_fp16.value_mj * (1 + e->delta_pct / 100);
-        e->e_quant.lo_mj = e->e_fp16.lo_mj * (1 + e->lo_pct / 100);
-        e->e_quant.hi_mj = e->e_fp16.hi_mj * (1 + e->hi_pct / 100) * quant_top;
+        e->e_quant.value_mj = f16.value_mj * (1 + d_short / 100 + kv_step);
+        e->e_quant.lo_mj = f16.lo_mj * (1 + lo_short / 100 + ECO_KV_ALPHA_LO * kv_step);
+        e->e_quant.hi_mj = f16.hi_mj * (1 + hi_short / 100 + ECO_KV_ALPHA_HI * kv_step);
         e->e_quant.label = worse(e->e_fp16.label, e->label);
-        if (kv_quant > ECO_KV_SHARE_MEASURED) e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);
+        if (kv_quant > ECO_KV_SHARE_MEASURED) {
+            e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);
+            note(e, "at ctx %d%s the KV cache adds about %.0f%% to the bytes a %s step reads (%.0f%% in fp16) beyond the "
+                    "short-context measurements: absolute energy is estimated, the KV's energy added alike to both",
+                 q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_step);
+        }
         e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
         if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled)
             note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s", fb->protocol, fb->backend[0] ? " (" : "",

@@ -369,6 +369,15 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double wbytes = q->preset ? (double)eco_model_weight_bytes(q->preset, (eco_precision)p, false)
                                   : N * 1e9 * eco_precision_bits_per_weight((eco_precision)p) / 8.0;
         double rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, (eco_precision)p, 0, false) : wbytes;
+        /* a long context as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx), and
+         * that energy added to the candidate's, fp16's at each batch times the step's KV share */
+        double fp16_rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, ECO_PREC_FP16, 0, false)
+                                       : N * 1e9 * eco_precision_bits_per_weight(ECO_PREC_FP16) / 8.0;
+        double d_short = dpct, kv1 = eco_kv_share_beyond_measured(q->ctx, 1, kv_pos, fp16_rbytes);
+        if (p != ECO_PREC_FP16 && kv1 > ECO_KV_SHARE_MEASURED) {
+            eco_delta_at_ctx(kv1, &dpct, &dlo, &dhi);
+            if (dlabel < ECO_LABEL_ESTIMATED) dlabel = ECO_LABEL_ESTIMATED;
+        }
         for (int bi = 0; bi < n_batches; bi++) {
             eco_candidate *c = &r->cand[r->n++];
             memset(c, 0, sizeof *c);
@@ -386,7 +395,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
             double f = eco_batch_energy_factor(b);
             c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
-            c->energy_rel_fp16 = (1 + dpct / 100) * f;
+            double kv_step = eco_kv_share_beyond_measured(q->ctx, b, kv_pos, fp16_rbytes);
+            c->energy_rel_fp16 = (1 + d_short / 100 + (kv_step > ECO_KV_SHARE_MEASURED ? kv_step : 0)) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
             c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;
             if (r->energy_absolute && fp16e.label > c->energy_label) c->energy_label = fp16e.label;

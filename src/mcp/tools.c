@@ -94,7 +94,9 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         size_t i, n = json_array_size(anchors);
         double lo = INFINITY, hi = -INFINITY, asked = numv(at(est, "input"), "params_b");
         bool one_model = true, one_gpu = true;
+        size_t synthetic = 0;
         json_array_foreach(anchors, i, a) {
+            synthetic += json_is_true(at(a, "synthetic_weights"));
             double b = numv(a, "params_b");
             if (b < lo) lo = b;
             if (b > hi) hi = b;
@@ -109,6 +111,9 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         put_num(s, "%.4gB", lo);
         if (hi > lo) put_num(s, "-%.4gB", hi);
         sb_printf(s, " on %s%s (%zu measurement%s)", strv(a0, "gpu", "?"), one_gpu ? "" : " and other cards", n, n == 1 ? "" : "s");
+        if (synthetic)
+            sb_printf(s, ", %s on synthetic weights of the model's real shapes (speed and energy follow the shapes)",
+                      synthetic == n ? "all" : "some");
         if (isfinite(asked) && (asked < lo * (1 - 1e-6) || asked > hi * (1 + 1e-6)))
             put_num(s, "; they stand for the %.4gB asked (the same model within 15%% of its size), not a measurement at it", asked);
     } else if (!strcmp(label, "interpolated")) {
@@ -142,6 +147,9 @@ static char *estimate_summary(const json_t *r)
     sb_printf(&s, "%s vs FP16 on %s (%s), ", strv(in, "precision", "?"), strv(in, "gpu", "?"), strv(in, "arch", "?"));
     put_num(&s, "%.3gB parameters", numv(in, "params_b"));
     if (strv(in, "model", NULL)) sb_printf(&s, " (%s)", strv(in, "model", ""));
+    /* the conditions the answer is for, where they are not the measurements' (batch 1, a short context) */
+    if (json_integer_value(at(in, "batch")) > 1) sb_printf(&s, ", batch %lld", (long long)json_integer_value(at(in, "batch")));
+    if (json_is_integer(at(in, "ctx"))) sb_printf(&s, ", context %lld", (long long)json_integer_value(at(in, "ctx")));
     sb_printf(&s, ": energy per token ");
     put_num(&s, "%+.1f%%", numv(r, "delta_pct"));
     sb_printf(&s, " (");

@@ -115,6 +115,8 @@ static json_t *anchor(void)
     return obj("params_b", t("number"), "delta_pct", t("number"), "weight", t("number"), "n_trials", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1),
                "model", t("string"), "gpu", t("string"), "session", t("string"), "source", t("string"), "cv_pct", tnull("number"),
                "flags", described(t("string"), "the measurement's flags, space-separated (\"\" when none); on a run's rows \"fp16:<flag>\" is its fp16 baseline's"),
+               "synthetic_weights", described(t("boolean"), "measured on random values of the model's real shapes (EcoCompute's H200 runs): "
+                                              "speed and energy follow the shapes, int8-mixed's outlier path the synthetic outlier columns"),
                NULL);
 }
 

@@ -20,7 +20,7 @@ const PAGES = ['index.html', 'estimate.html', 'replications.html', 'methodology.
 let data, srv, browser;
 
 before(async () => {
-  data = makeData('eco-web-browser-');
+  data = makeData('eco-web-browser-', { runs: true });
   const site = buildSite(data);
   srv = await startServer(data, site);
   mkdirSync(SHOTS, { recursive: true });
@@ -81,7 +81,8 @@ test('Your model: the page computes the same numbers as GET /v1/estimate', async
     { gpu: 'RTX 4090', params: '7', precision: 'nf4', batch: '1', label: 'measured' },
     { gpu: 'RTX 4090', params: '2.2', precision: 'nf4', batch: '4', label: 'interpolated' },
     { gpu: 'A800', params: '70', precision: 'int8', batch: '1', label: 'extrapolated' },
-    { gpu: 'H200', params: '13', precision: 'nf4', batch: '8', label: 'estimated' },
+    { gpu: 'H200', params: '13', precision: 'nf4', batch: '8', label: 'interpolated' },
+    { gpu: 'RTX 5090', params: '13', precision: 'int8-mixed', batch: '8', label: 'estimated' },
   ];
   for (const c of cases) {
     await page.selectOption('#model', '');
@@ -265,6 +266,17 @@ test('Tested models: permalink restores the state; table sorts; n=1 marked', asy
   await page.evaluate(() => { location.hash = '#arch=ada&prec=nf4&model=Qwen2.5-3B&sort=params_b&dir=asc'; });
   await page.waitForFunction(() => !document.getElementById('all-archs').checked);
   assert.equal(await page.$$eval('#table tbody tr', (trs) => trs.length), want);
+  // the H200 runs decode synthetic weights of the real shapes, and their bars and rows say so; the reference rows not
+  await page.evaluate(() => { location.hash = '#arch=hopper&prec=nf4&model=Llama-3.1-8B'; });
+  await page.waitForFunction(() => document.getElementById('arch').value === 'hopper');
+  assert.match(await page.textContent('#bars'), /synthetic weights of the real shapes/);
+  const weights = await page.$$eval('#table thead th', (ths) => ths.map((th) => th.textContent).indexOf('Weights'));
+  assert.ok(weights >= 0);
+  const cells = await page.$$eval('#table tbody tr', (trs, i) => trs.map((tr) => tr.children[i].textContent), weights);
+  assert.ok(cells.length > 0 && cells.every((t) => t === 'synthetic (real shapes)'), cells.join());
+  await page.check('#all-archs');
+  const all = await page.$$eval('#table tbody tr', (trs, i) => trs.map((tr) => tr.children[i].textContent), weights);
+  assert.ok(all.includes('checkpoint') && all.includes('synthetic (real shapes)'));
   assert.deepEqual(problems, []);
   await ctx.close();
 });

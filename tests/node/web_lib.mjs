@@ -1,7 +1,7 @@
 // Shared by the web tests: a temporary store + curves.json from the reference data, a complete site built by
 // scripts/build-web.sh into a temp dir (fresh eco.wasm from the current sources), and `eco serve` on a free port.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -9,13 +9,17 @@ export const BIN = process.env.ECO_BIN;
 export const SRC = process.env.ECO_SOURCE_DIR;
 export const BUILD = process.env.ECO_BINARY_DIR;
 
-export function makeData(prefix = 'eco-web-') {
+// runs: also import data/h200's runs (as `make data` does), for pages that show EcoCompute's own measurements
+export function makeData(prefix = 'eco-web-', { runs = false } = {}) {
   if (!BIN || !SRC || !BUILD) throw new Error('ECO_BIN, ECO_SOURCE_DIR and ECO_BINARY_DIR must be set');
   const tmp = mkdtempSync(join(tmpdir(), prefix));
   const db = join(tmp, 'eco.db');
   const curves = join(tmp, 'curves.json');
   const env = { ...process.env };
   execFileSync(BIN, ['import', '--db', db, join(SRC, 'data/reference')], { stdio: 'pipe', env });
+  if (runs)
+    for (const f of readdirSync(join(SRC, 'data/h200')).filter((n) => n.endsWith('.energy.json')).sort())
+      execFileSync(BIN, ['import', '--db', db, '--run', join(SRC, 'data/h200', f)], { stdio: 'pipe', env });
   execFileSync(BIN, ['fit', '--db', db, '--out', curves], { stdio: 'pipe', env });
   return { tmp, db, curves, env };
 }

@@ -305,31 +305,45 @@ static void test_provenance_when_request_and_data_differ(void **state)
     said = false;
     for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "ΔE measured on NVIDIA H200, not on the H100 SXM") != NULL;
     assert_true(said);
-    /* a long context whose KV cache reads 10% more bytes than the weights: absolute energy estimated; 4% is not */
+    /* a long context whose KV cache reads 10% more bytes than the fp16 weights: both pay the KV's energy alike, so ΔE
+     * shrinks by 1/(1 + 0.1), estimated, and the absolute energies carry it; 4% is not */
     q.card = "H200";
-    q.ctx = ECO_MEASURED_CTX + 1000;
     q.bytes_per_token = 1e9;
     q.kv_bytes_per_position = 1e5; /* 1000 more positions x 100 KB = 10% */
+    eco_estimate s0;
+    q.ctx = 0;
+    assert_int_equal(eco_estimate_run(set, &q, &s0), ECO_OK);
+    q.ctx = ECO_MEASURED_CTX + 1000;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
-    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(s0.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.delta_pct, s0.delta_pct / 1.1, 1e-9);
+    assert_near(e.lo_pct, fmin(s0.lo_pct / 1.05, s0.lo_pct / 1.2), 1e-9);
+    assert_near(e.hi_pct, fmax(s0.hi_pct / 1.05, s0.hi_pct / 1.2), 1e-9);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
     assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.e_fp16.value_mj, s0.e_fp16.value_mj * 1.1, 1e-6);
+    assert_near(e.e_quant.value_mj, s0.e_fp16.value_mj * (1 + s0.delta_pct / 100 + 0.1), 1e-6);
+    assert_near(e.e_quant.value_mj / e.e_fp16.value_mj, 1 + e.delta_pct / 100, 1e-9); /* the two agree at batch 1 */
     q.kv_bytes_per_position = 4e4;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_near(e.delta_pct, s0.delta_pct, 0);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
-    /* each precision's own share: 4% of fp16's 4e9 bytes is 1% (baseline measured, whatever it is compared with),
-     * and 4% of the quantized 1e9 bytes raises only the quantized energy's top and label */
+    /* each precision's own share: 2.5% of fp16's 4e9 bytes moves neither ΔE nor the baseline, and 10% of the
+     * quantized 1e9 bytes makes the quantized energy estimated */
     q.fp16_bytes_per_token = 4e9;
-    q.kv_bytes_per_position = 1e5; /* 10% of the quantized step, 2.5% of fp16's */
+    q.kv_bytes_per_position = 1e5;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
     assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
-    double hi_short = e.e_fp16.hi_mj * (1 + e.hi_pct / 100);
-    assert_near(e.e_quant.hi_mj, hi_short * 1.10, 1e-6 * hi_short);
-    q.kv_bytes_per_position = 4e5; /* 40% and 10%: both estimated; the quantized top by its own share */
+    assert_near(e.e_quant.value_mj, s0.e_quant.value_mj, 1e-6);
+    q.kv_bytes_per_position = 4e5; /* 10% and 40% */
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.e_fp16.label, ECO_LABEL_ESTIMATED);
-    assert_near(e.e_quant.hi_mj / (e.e_fp16.hi_mj * (1 + e.hi_pct / 100)), 1.40 / 1.10, 1e-9);
+    assert_near(e.delta_pct, s0.delta_pct / 1.1, 1e-9);
+    assert_near(e.e_quant.hi_mj, s0.e_fp16.hi_mj * (1 + s0.hi_pct / 100 + 2 * 0.1), 1e-6 * e.e_quant.hi_mj);
     q.fp16_bytes_per_token = 0;
     q.ctx = 0;
     /* batch 8 on the measured card: the fp16 factor is borrowed, so estimated and widened (log-SD 0.25 in quadrature
@@ -922,6 +936,29 @@ static void test_optimizer_sure_saving(void **state)
         assert_null(strstr(r->notes[i], "fp16 at the same batch may use as little energy"));
     }
     assert_true(said);
+    /* a long context: the optimizer's ΔE is /v1/estimate's (the KV energy both formats pay), estimated, and the
+     * candidate's energy carries that KV energy at fp16's rate */
+    q.params_b = 7.0;
+    q.ctx = 65536;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    eco_estimate_query eq = {.arch = "ampere", .precision = ECO_PREC_NF4, .params_b = 7.0, .batch = 1, .ctx = 65536};
+    eco_estimate_query_model_bytes(&eq, NULL);
+    eco_estimate est, est0;
+    assert_int_equal(eco_estimate_run(set, &eq, &est), ECO_OK);
+    eq.ctx = 0;
+    assert_int_equal(eco_estimate_run(set, &eq, &est0), ECO_OK);
+    assert_int_equal(est.label, ECO_LABEL_ESTIMATED);
+    assert_true(fabs(est.delta_pct) < fabs(est0.delta_pct) * 0.9);
+    const eco_candidate *nf4 = NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].precision == ECO_PREC_NF4) nf4 = &r->cand[i];
+    assert_non_null(nf4);
+    assert_near(nf4->delta_pct, est.delta_pct, 1e-9);
+    assert_near(nf4->delta_lo_pct, est.lo_pct, 1e-9);
+    assert_near(nf4->delta_hi_pct, est.hi_pct, 1e-9);
+    assert_int_equal(nf4->delta_label, ECO_LABEL_ESTIMATED);
+    assert_near(nf4->energy_rel_fp16, 1 + est.delta_pct / 100 + (est0.delta_pct - est.delta_pct) / 100 +
+                                          (est0.delta_pct / est.delta_pct - 1), 1e-9); /* 1 + ΔE_short + kv1 */
     free(r);
     free(set);
 }

@@ -7,8 +7,11 @@ const $ = (id) => document.getElementById(id);
 const COLS = [
   ['gpu', 'GPU'], ['model', 'Model'], ['params_b', 'Size (B)', true], ['precision', 'Precision'], ['delta_pct', 'ΔE%', true],
   ['n_trials', 'n', true], ['cv_pct', 'CV%', true], ['e_fp16_mj', 'fp16 mJ/token', true], ['e_quant_mj', 'quant mJ/token', true],
-  ['protocol', 'Protocol'], ['backend', 'Software'], ['session', 'Session'], ['flags', 'Flags'], ['source', 'Source'],
+  ['protocol', 'Protocol'], ['backend', 'Software'], ['synthetic_weights', 'Weights'], ['session', 'Session'], ['flags', 'Flags'],
+  ['source', 'Source'],
 ];
+// data/h200's runs decode random values of the models' real shapes: said wherever a measurement is shown
+const weightsOf = (r) => (r.synthetic_weights ? 'synthetic (real shapes)' : 'checkpoint');
 
 const state = { arch: '', prec: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
 const STATE_DEFAULTS = { ...state }; // a permalink's missing key takes this, not the page's last value
@@ -75,7 +78,8 @@ function drawBars() {
         el('span', { class: 'bar-zero', style: 'left:50%' }),
         el('span', { class: cls, style: `left:${left}%;width:${Math.max(w, 0.5)}%;color:${r.delta_pct < 0 ? 'var(--save)' : 'var(--cost)'}` })),
       el('span', { class: 'bar-text' }, el('strong', { class: signClass(r.delta_pct) }, fmtPct(r.delta_pct)), ' ', badge('measured'), ' ', nBadge(r.n_trials),
-        Number.isFinite(r.cv_pct) ? ` CV ${fmtNum(r.cv_pct, 2)}%` : '', ` · ${r.gpu} · ${r.session} · ${r.source}`)));
+        Number.isFinite(r.cv_pct) ? ` CV ${fmtNum(r.cv_pct, 2)}%` : '', ` · ${r.gpu} · ${r.session} · ${r.source}`,
+        r.synthetic_weights ? ' · synthetic weights of the real shapes' : '')));
   }
   box.replaceChildren(...out);
 }
@@ -100,6 +104,7 @@ function drawTable() {
       let v = r[c];
       if (c === 'delta_pct') v = fmtPct(v);
       else if (c === 'n_trials') v = r.n_trials < 2 ? `${v} (single)` : v;
+      else if (c === 'synthetic_weights') v = weightsOf(r);
       else if (num) v = fmtNum(v, 4);
       return el('td', { class: `${num ? 'num ' : ''}${c === 'delta_pct' ? signClass(r.delta_pct) : ''}` }, v === '' || v == null ? '—' : v);
     }))));

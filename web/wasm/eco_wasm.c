@@ -185,7 +185,7 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
 }
 
 /* str: 0 model, 1 gpu, 2 session, 3 source, 4 flags ("" when none); f64: 0 params_b, 1 delta_pct, 2 sd_pct, 3 cv_pct,
- * 4 weight, 5 n_trials */
+ * 4 weight, 5 n_trials, 6 synthetic_weights (0 or 1) */
 EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
 {
     eco_curve *c = cur_curve();
@@ -196,6 +196,7 @@ EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
     if (!(f[0] > 0) || !isfinite(f[1]) || !isfinite(f[4])) TRY(eco_fail(ECO_EFORMAT, "curves.json: bad anchor numbers"));
     if (!(f[5] >= 1 && f[5] <= 1e6)) TRY(eco_fail(ECO_EFORMAT, "curves.json: anchor n_trials out of range"));
     a->params_b = f[0]; a->delta_pct = f[1]; a->sd_pct = f[2]; a->cv_pct = f[3]; a->weight = f[4]; a->n_trials = (int)f[5];
+    a->synthetic_weights = f[6] != 0;
     TRY(copy_str(a->model, sizeof a->model, 0, "anchor model"));
     TRY(copy_str(a->gpu, sizeof a->gpu, 1, "anchor gpu"));
     TRY(copy_str(a->session, sizeof a->session, 2, "anchor session"));
@@ -315,6 +316,7 @@ static void anchor_json(const eco_anchor *a)
     knum("params_b", a->params_b); knum("delta_pct", a->delta_pct); knum("weight", a->weight);
     kint("n_trials", a->n_trials); kstr("model", a->model); kstr("gpu", a->gpu); kstr("session", a->session);
     kstr("source", a->source); knum("cv_pct", a->cv_pct); kstr("flags", a->flags);
+    key("synthetic_weights"); jbool(a->synthetic_weights);
     end_obj();
 }
 
