@@ -3,6 +3,20 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+bool eco_args_once(const char *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        if (strncmp(argv[i], "--", 2)) continue;
+        for (int j = 1; j < i; j++)
+            if (!strcmp(argv[i], argv[j])) {
+                fprintf(stderr, "eco %s: %s is given twice: give each option once\n", cmd, argv[i]);
+                return false;
+            }
+    }
+    return true;
+}
 
 bool eco_arg_long(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out)
 {

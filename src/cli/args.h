@@ -7,5 +7,9 @@
 /* "eco measure: --tokens must be an integer in [1, 65536], got '2x'" on stderr and false, else *out and true. */
 bool eco_arg_long(const char *cmd, const char *flag, const char *v, long lo, long hi, long *out);
 bool eco_arg_double(const char *cmd, const char *flag, const char *v, double lo, double hi, double *out);
+/* No option given twice (up to a "--" that ends the options): every command keeps one value an option, and which of
+ * two was meant cannot be known ("--model-params 7 --model-params 8" had answered for 8 without a word). Says so on
+ * stderr and returns false. */
+bool eco_args_once(const char *cmd, int argc, char **argv);
 
 #endif

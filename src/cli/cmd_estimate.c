@@ -48,6 +48,11 @@ int eco_cmd_estimate(int argc, char **argv)
         size_t k = 0;
         while (k < sizeof map / sizeof map[0] && strcmp(map[k].flag, a)) k++;
         if (k == sizeof map / sizeof map[0]) { fprintf(stderr, "eco estimate: unknown option %s\n", a); usage(stderr); json_decref(params); return 2; }
+        if (json_object_get(params, map[k].param)) { /* two spellings of one parameter (--model-params, --params-b) */
+            fprintf(stderr, "eco estimate: %s gives %s again: give it once\n", a, map[k].param);
+            json_decref(params);
+            return 2;
+        }
         json_object_set_new(params, map[k].param, json_string(val));
     }
     eco_service *svc;

@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 
 typedef struct {
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "eco: '%s' is not part of this build\n", argv[1]);
             return 2;
         }
+        if (!eco_args_once(argv[1], argc - 1, argv + 1)) return 2;
         return commands[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "eco: unknown command '%s'\n\n", argv[1]);

@@ -77,12 +77,14 @@ eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
         {"rtx50", "blackwell"},      {"5090", "blackwell"}, {"5080", "blackwell"}, {"5070", "blackwell"},
         {"h100", "hopper"},          {"h200", "hopper"},    {"h800", "hopper"},    {"h20", "hopper"},
         {"gh200", "hopper"},         {"hopper", "hopper"},
-        {"6000ada", "ada"},          {"l40", "ada"},        {"l4", "ada"},         {"4090", "ada"},
-        {"4080", "ada"},             {"4070", "ada"},       {"4060", "ada"},       {"ada", "ada"},
+        {"6000ada", "ada"},          {"l40", "ada"},        {"l4", "ada"},         {"l20", "ada"},
+        {"4090", "ada"},             {"4080", "ada"},       {"4070", "ada"},       {"4060", "ada"},
+        {"ada", "ada"},              {"rtxa", "ampere"}, /* the RTX A2000..A6000 workstation cards */
         {"a100", "ampere"},          {"a800", "ampere"},    {"a40", "ampere"},     {"a30", "ampere"},
-        {"a10", "ampere"},           {"rtxa6000", "ampere"}, {"rtxa5000", "ampere"}, {"3090", "ampere"},
-        {"3080", "ampere"},          {"ampere", "ampere"},
-        {"t4", "turing"},            {"2080", "turing"},    {"titanrtx", "turing"}, {"turing", "turing"},
+        {"a10", "ampere"},           {"a16", "ampere"},     {"3090", "ampere"},    {"3080", "ampere"},
+        {"3070", "ampere"},          {"3060", "ampere"},    {"3050", "ampere"},    {"ampere", "ampere"},
+        {"t4", "turing"},            {"2080", "turing"},    {"2070", "turing"},    {"2060", "turing"},
+        {"titanrtx", "turing"},      {"quadrortx", "turing"}, {"turing", "turing"}, {"a2", "ampere"},
     };
     char n[128];
     if (!gpu || !*gpu) return eco_fail_field(ECO_EINVAL, "gpu", "gpu is empty");

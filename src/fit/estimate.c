@@ -524,6 +524,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "%zu measurements %s (%.1f to %.1f points); the value is their trial-weighted mean", hits,
                  named_hits ? "of this model" : "at this size", mn, mx);
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
+        if (q->model && *q->model && !named_hits)
+            note(e, "%s itself has no measurement on this curve: the answer is the measurement of %s%s at this size, "
+                    "another model", q->model, c->anchors[e->anchor_idx[0]].model, hits > 1 ? " and others" : "");
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
         synthetic_note(e, c, e->anchor_idx, hits, true);

@@ -73,6 +73,15 @@ set +e
 "$ECO_BIN" optimize --curves "$tmp/curves.json" --model Qwen2.5-7B --gpu T4 --objective cheapest 2>/dev/null; rc3=$?
 set -e
 [ $rc1 -eq 2 ] && [ $rc2 -eq 2 ] && [ $rc3 -eq 2 ] || fail "bad input exits: $rc1 $rc2 $rc3"
+# an option given twice, or a parameter under both its spellings: which was meant is not guessed
+set +e
+"$ECO_BIN" estimate --curves "$tmp/curves.json" --gpu T4 --model-params 7 --model-params 8 2>"$tmp/twice.err"; rc1=$?
+"$ECO_BIN" optimize --curves "$tmp/curves.json" --gpu T4 --model-params 7 --params-b 8 2>"$tmp/alias.err"; rc2=$?
+"$ECO_BIN" measure --model Qwen2.5-0.5B --tokens 8 --tokens 16 2>"$tmp/measure.err"; rc3=$?
+set -e
+[ $rc1 -eq 2 ] && grep -q -- "--model-params is given twice" "$tmp/twice.err" || fail "repeated option: rc $rc1, $(cat "$tmp/twice.err")"
+[ $rc2 -eq 2 ] && grep -q -- "--params-b gives params_b again" "$tmp/alias.err" || fail "two spellings: rc $rc2, $(cat "$tmp/alias.err")"
+[ $rc3 -eq 2 ] && grep -q -- "eco measure: --tokens is given twice" "$tmp/measure.err" || fail "measure: rc $rc3, $(cat "$tmp/measure.err")"
 
 # a valid request the data cannot answer: exit 3 (not the usage code), naming what has data
 set +e

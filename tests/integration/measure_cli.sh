@@ -12,11 +12,14 @@ has() { local text; text=$(cat); grep -q "$@" <<< "$text"; }
 json() { EXPR="$2" node -e "const d=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); if(!eval(process.env.EXPR)){console.error('assertion failed: '+process.env.EXPR); process.exit(1)}" "$1"; }
 
 "$ECO" model save tiny --out "$T/tiny" --seed 3 >/dev/null
-common=(--weights "$T/tiny" --backend cpu --tokens 16 --blocks 3 --warmups 1 --window 0.2 --prompt-tokens 4 --quality-tokens 16 --quiet)
+# each option once (eco refuses one given twice): `run` is the settings without the weights, `common` with them
+run=(--backend cpu --tokens 16 --blocks 3 --warmups 1 --prompt-tokens 4 --quality-tokens 16 --quiet)
+common=(--weights "$T/tiny" "${run[@]}" --window 0.2)
 
 # 0. What the end of a run needs is checked before it starts (usage errors, nothing measured): an output in a
 # missing folder or that is a folder, no quantized precision, an unknown backend.
-preflight() { set +e; "$ECO" measure "${common[@]}" "$@" > /dev/null 2> "$T/pre.err"; local rc=$?; set -e; [ $rc -eq 2 ] || fail "measure $* exited $rc"; }
+preflight_raw() { set +e; "$ECO" measure "$@" > /dev/null 2> "$T/pre.err"; local rc=$?; set -e; [ $rc -eq 2 ] || fail "measure $* exited $rc"; }
+preflight() { preflight_raw "${common[@]}" "$@"; }
 preflight --precisions fp16,int8 --out "$T/no/such/x.json"
 grep -q "no folder $T/no/such" "$T/pre.err" || fail "missing folder: $(cat "$T/pre.err")"
 preflight --precisions fp16,int8 --out "$T" --report "$T/r.md"
@@ -24,7 +27,7 @@ grep -q 'is a folder' "$T/pre.err" || fail "folder as output: $(cat "$T/pre.err"
 preflight --precisions fp16,int8 --out "$T/ok.json" --report "$T/no/r.md"
 preflight --precisions ""
 grep -q 'no quantized precision' "$T/pre.err" || fail "empty precisions: $(cat "$T/pre.err")"
-preflight --precisions fp16,int8 --backend gpu
+preflight_raw --weights "$T/tiny" --precisions fp16,int8 --backend gpu
 [ ! -e "$T/ok.json" ] || fail "a refused run wrote its output"
 
 # 1. No meter: every energy is null with a reason; speed and quality are still measured.
@@ -45,11 +48,11 @@ json "$T/cpu.json" "d.notes.some(n => n.includes('synthetic weights written by e
 # without a hub id in its config, a checkpoint is named by its folder, however the path is spelled
 mkdir "$T/my-model" && cp "$T/tiny/"* "$T/my-model/"
 node -e 'const f=process.argv[1],d=JSON.parse(require("fs").readFileSync(f));delete d._name_or_path;require("fs").writeFileSync(f,JSON.stringify(d))' "$T/my-model/config.json"
-(cd "$T/my-model" && "$ECO" measure "${common[@]}" --weights . --idle 0 --precisions fp16,int8 --out "$T/named.json" --report "$T/named.md")
+(cd "$T/my-model" && "$ECO" measure "${run[@]}" --window 0.2 --weights . --idle 0 --precisions fp16,int8 --out "$T/named.json" --report "$T/named.md")
 json "$T/named.json" "d.weights.model==='my-model' && d.run_id.startsWith('my-model-')"
 # a folder name past the schema's 128-character run_id is cut in the id (the run is not lost at the end)
 long=$(printf 'm%.0s' $(seq 1 150)) && mkdir "$T/$long" && cp "$T/my-model/"* "$T/$long/"
-"$ECO" measure "${common[@]}" --weights "$T/$long" --idle 0 --precisions fp16,int8 --out "$T/long.json" || fail "a long checkpoint name"
+"$ECO" measure "${run[@]}" --window 0.2 --weights "$T/$long" --idle 0 --precisions fp16,int8 --out "$T/long.json" || fail "a long checkpoint name"
 json "$T/long.json" "d.run_id.length<=128 && d.run_id.startsWith('mmmm') && /-cpu-\\d{8}T\\d{6}Z$/.test(d.run_id)"
 
 # 2. Fake NVML (scripted constant 150 W): the counter path end to end.
@@ -106,7 +109,7 @@ grep -q '/comparisons/0/delta_pct' "$T/contra.md" || fail "report banner lacks t
 # spelled, an explicit tokenizer that cannot serve.
 preflight --precisions fp16,int8 --run-id 'a/b c'
 grep -q -- "--run-id must be 1-128 of" "$T/pre.err" || fail "run-id: $(cat "$T/pre.err")"
-preflight --precisions fp16,int8 --quality-tokens 600
+preflight_raw --weights "$T/tiny" --backend cpu --precisions fp16,int8 --quality-tokens 600
 grep -q "takes 512 positions (max_position_embeddings)" "$T/pre.err" || fail "quality tokens past max_pos: $(cat "$T/pre.err")"
 (cd "$T" && preflight --precisions fp16,int8 --out same.json --report ./same.json)
 grep -q "must be two different files" "$T/pre.err" || fail "same file spelled twice: $(cat "$T/pre.err")"
@@ -119,7 +122,7 @@ set +e; "$ECO" measure "${common[@]}" --precisions fp16,int8 --out "$T/keep.json
 "$ECO" validate "$T/keep.json" > /dev/null || fail "energy.json not whole after a failed report"
 # a folder's tokenizer.json that cannot serve is said on stderr and in the quality text's name
 mkdir "$T/badtok" && cp "$T/tiny/"* "$T/badtok/" && echo '{"model": {"type": "Unigram"}}' > "$T/badtok/tokenizer.json"
-"$ECO" measure "${common[@]}" --weights "$T/badtok" --idle 0 --precisions fp16,int8 --out "$T/badtok.json" --report "$T/badtok.md" 2> "$T/badtok.err"
+"$ECO" measure "${run[@]}" --window 0.2 --weights "$T/badtok" --idle 0 --precisions fp16,int8 --out "$T/badtok.json" --report "$T/badtok.md" 2> "$T/badtok.err"
 grep -q "warning: $T/badtok/tokenizer.json not used" "$T/badtok.err" || fail "no tokenizer warning: $(cat "$T/badtok.err")"
 json "$T/badtok.json" "d.results[1].quality.text_name.includes('tokenizer.json could not be used')"
 # a regular file whose new version cannot be written whole (file-size limit) keeps its old version, and no
@@ -132,7 +135,7 @@ ls -a "$T" | has '^\.keep\.json\.' && fail "a temporary file was left behind"
 
 # 2e. Windows last at least --window; an idle power that moved during the run is flagged; a metered run needs an idle.
 ECO_NVML_LIBRARY="$ECO_BINARY_DIR/tests/libfake_nvml.so" ECO_FAKE_NVML_POWER=steps:0=100,2.5=150 \
-  "$ECO" measure "${common[@]}" --idle 0.3 --window 0.3 --meter nvml --precisions fp16,int8 --out "$T/drift.json" --report "$T/drift.md"
+  "$ECO" measure --weights "$T/tiny" "${run[@]}" --idle 0.3 --window 0.3 --meter nvml --precisions fp16,int8 --out "$T/drift.json" --report "$T/drift.md"
 json "$T/drift.json" "d.windows.every(w => w.seconds >= 0.3) && d.flags.includes('idle-drift') && d.idle.after_w > 1.3 * d.idle.before_w"
 preflight --precisions fp16,int8 --meter nvml --idle 0
 grep -q -- "--idle must be > 0 s with an energy meter" "$T/pre.err" || fail "idle 0 with a meter: $(cat "$T/pre.err")"

@@ -516,6 +516,14 @@ static void test_measured_ranges(void **state)
     assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
     assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, 1.10, 1e-12);
     assert_near(e.e_fp16.lo_mj / e.e_fp16.value_mj, 0.90, 1e-12);
+    /* a model asked by name that this curve never measured: the size's measurement answers, and says whose it is */
+    q.model = "Other-5B";
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++)
+        said |= strstr(e.notes[i], "Other-5B itself has no measurement on this curve: the answer is the measurement of m5.00") != NULL;
+    assert_true(said);
     free(set);
 }
 
@@ -655,6 +663,18 @@ static void test_unknown_gpu(void **state)
     assert_int_equal(eco_arch_from_gpu_name("NVIDIA H100 80GB HBM3", &arch), ECO_OK);
     assert_string_equal(arch, "hopper");
     assert_int_equal(eco_arch_from_gpu_name("RTX 40900", &arch), ECO_ENOTFOUND); /* digits of another number */
+    /* every consumer generation's cards, not only its top two; workstation cards by their own generation */
+    static const struct { const char *name, *arch; } gens[] = {
+        {"NVIDIA GeForce RTX 3060", "ampere"}, {"RTX 3070 Ti", "ampere"},  {"RTX 3050", "ampere"},
+        {"NVIDIA RTX A4000", "ampere"},        {"NVIDIA A2", "ampere"},     {"NVIDIA A16", "ampere"},
+        {"GeForce RTX 2060 SUPER", "turing"},  {"RTX 2070", "turing"},      {"Quadro RTX 4000", "turing"},
+        {"NVIDIA RTX 4000 Ada Generation", "ada"}, {"NVIDIA L20", "ada"},   {"RTX 4060 Ti", "ada"},
+        {"NVIDIA GH200 480GB", "hopper"},      {"NVIDIA H200 NVL", "hopper"}, {"NVIDIA GB200", "blackwell"},
+    };
+    for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
+        assert_int_equal(eco_arch_from_gpu_name(gens[i].name, &arch), ECO_OK);
+        if (strcmp(arch, gens[i].arch)) fail_msg("%s: %s, not %s", gens[i].name, arch, gens[i].arch);
+    }
     assert_true(eco_gpu_is_arch_name("Hopper") && !eco_gpu_is_arch_name("H200"));
     assert_int_equal(eco_gpu_find("NVIDIA A100-SXM4-80GB", &g, &exact), ECO_OK);
     assert_string_equal(g->name, "A100 80GB");
