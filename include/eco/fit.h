@@ -72,6 +72,7 @@ typedef struct {
 typedef struct {
     char source[ECO_SOURCE_SIZE];
     char reason[96]; /* "protocol tok512/gross/... not selected", "not finite", ... */
+    double params_b, delta_pct; /* the row's, NAN when not known: a measured answer's range covers a tied group's */
 } eco_excluded;
 /* The reason of a row left out because its group was as large as the chosen one (fit.c writes it, estimate.c
  * counts it; it travels in curves.json with the reason). */

@@ -517,6 +517,25 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                  hits - (size_t)m.with_sd, hits, m.trial_sd);
         e->lo_pct = mn - half;
         e->hi_pct = mx + half;
+        /* a group as large as the curve's (another session or stack, left out by name alone) measured these sizes too:
+         * the answer rests on one of two equal groups, and its range covers the other's measurements */
+        double tlo = INFINITY, thi = -INFINITY;
+        for (size_t x = 0; x < c->n_excluded; x++) {
+            const eco_excluded *ex = &c->excluded[x];
+            if (!strstr(ex->reason, ECO_FIT_TIED_REASON) || !isfinite(ex->delta_pct)) continue;
+            for (size_t k = 0; k < hits; k++)
+                if (fabs(c->anchors[e->anchor_idx[k]].params_b - ex->params_b) <= SIZE_TOL * ex->params_b) {
+                    tlo = fmin(tlo, ex->delta_pct);
+                    thi = fmax(thi, ex->delta_pct);
+                    break;
+                }
+        }
+        if (isfinite(tlo)) {
+            e->lo_pct = fmin(e->lo_pct, tlo - half);
+            e->hi_pct = fmax(e->hi_pct, thi + half);
+            note(e, "the group tied with this curve's (another session or stack, left out by name alone) measured %+.1f%%%s "
+                    "here: the range covers it", tlo, thi > tlo ? " and more" : "");
+        }
         if (isfinite(between))
             note(e, "one session's measurement: its range adds the %.1f-point SD between sessions that repeated a "
                     "measurement on this curve", between);
@@ -667,9 +686,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                  q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_step);
         }
         e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
-        if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled)
-            note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s", fb->protocol, fb->backend[0] ? " (" : "",
-                 fb->backend, fb->backend[0] ? ")" : "");
+        if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled) {
+            /* one stack's fp16 energy times another's ΔE is no measurement of the quantized energy */
+            e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);
+            note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s, and ΔE of %s%s%s%s: the quantized energy "
+                    "composes the two and is estimated", fb->protocol, fb->backend[0] ? " (" : "", fb->backend,
+                 fb->backend[0] ? ")" : "", c->protocol, c->backend[0] ? " (" : "", c->backend, c->backend[0] ? ")" : "");
+        }
     } else {
         eco_clear_error();
         note(e, "no fp16 baseline measured on %s: absolute energy per token is not given", q->arch);

@@ -252,6 +252,9 @@ static void add_excluded(eco_curve *c, const eco_record *r, const char *fmt, con
     eco_excluded *x = &c->excluded[c->n_excluded++];
     snprintf(x->source, sizeof x->source, "%.400s", r->source[0] ? r->source : r->model);
     snprintf(x->reason, sizeof x->reason, fmt, arg);
+    double d = eco_record_delta_pct(r);
+    x->params_b = isfinite(d) && r->params_b > 0 ? r->params_b : NAN;
+    x->delta_pct = isfinite(d) && r->params_b > 0 ? d : NAN;
 }
 
 static void crossover(eco_curve *c)

@@ -34,7 +34,8 @@ json_t *eco_curves_to_json(const eco_curve_set *set)
                                                      "flags", a->flags, "synthetic_weights", a->synthetic_weights));
         }
         for (size_t k = 0; k < c->n_excluded; k++)
-            json_array_append_new(excl, json_pack("{s:s, s:s}", "source", c->excluded[k].source, "reason", c->excluded[k].reason));
+            json_array_append_new(excl, json_pack("{s:s, s:s, s:o, s:o}", "source", c->excluded[k].source, "reason", c->excluded[k].reason,
+                                                  "params_b", num(c->excluded[k].params_b), "delta_pct", num(c->excluded[k].delta_pct)));
         for (size_t k = 0; k < c->loo_n; k++) json_array_append_new(loo, num(c->loo_err_pct[k]));
         for (size_t k = 0; k < c->n_boot; k++)
             json_array_append_new(boot, json_pack("[o, o, o]", num(c->boot[k][0]), num(c->boot[k][1]), num(c->boot[k][2])));
@@ -226,6 +227,10 @@ static eco_err read_curve(const json_t *o, eco_curve *c, const char *w)
         eco_excluded *ex = &c->excluded[c->n_excluded++];
         TRY(get_str(x, "source", ex->source, sizeof ex->source, p));
         TRY(get_str(x, "reason", ex->reason, sizeof ex->reason, p));
+        ex->params_b = ex->delta_pct = NAN; // absent from files written before the rows carried them
+        if (json_object_get(x, "params_b")) TRY(get_num(x, "params_b", true, &ex->params_b, p));
+        if (json_object_get(x, "delta_pct")) TRY(get_num(x, "delta_pct", true, &ex->delta_pct, p));
+        if (!(ex->params_b > 0)) ex->params_b = ex->delta_pct = NAN;
     }
     TRY(get_num(o, "seed", false, &d, w));
     c->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));

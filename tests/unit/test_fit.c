@@ -623,6 +623,13 @@ static void test_tied_groups_are_said(void **state)
     bool said = false;
     for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "3 rows of another group as large as this curve's") != NULL;
     assert_true(said);
+    /* and its measured range covers the tied group's measurement at this size (+5 against the chosen -20) */
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_near(e.delta_pct, -20, 1e-9);
+    assert_true(e.hi_pct > 5 && e.recommendation == ECO_REC_DEPENDS);
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "left out by name alone) measured +5.0% here") != NULL;
+    assert_true(said);
     /* one more row in stack-b: the larger group wins, and the others are plainly not the largest */
     eco_record more[7];
     memcpy(more, rows, sizeof rows);

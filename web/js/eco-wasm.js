@@ -107,7 +107,11 @@ export class Eco {
       this.call('eco_wasm_curve_loo', errs.length);
       for (const x of c.sessions || []) { this.setStr(0, x); this.call('eco_wasm_curve_item', 0); }
       for (const x of c.pooled_protocols || []) { this.setStr(0, x); this.call('eco_wasm_curve_item', 1); }
-      for (const x of c.excluded || []) { this.setStr(0, s(x.source)); this.setStr(1, s(x.reason)); this.call('eco_wasm_curve_item', 2); }
+      const n = (v) => (typeof v === 'number' ? v : NaN);
+      for (const x of c.excluded || []) {
+        this.setStr(0, s(x.source)); this.setStr(1, s(x.reason)); this.setF64([n(x.params_b), n(x.delta_pct)]);
+        this.call('eco_wasm_curve_item', 2);
+      }
     }
     for (const b of doc.fp16) {
       this.setStr(0, s(b.arch));

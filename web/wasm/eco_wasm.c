@@ -231,7 +231,8 @@ EXPORT("eco_wasm_curve_loo") int eco_wasm_curve_loo(int n)
     return 0;
 }
 
-/* kind 0: session (str0), 1: pooled protocol (str0), 2: excluded row (str0 source, str1 reason) */
+/* kind 0: session (str0), 1: pooled protocol (str0), 2: excluded row (str0 source, str1 reason, f64 0 params_b and
+ * 1 delta_pct, NaN when unknown) */
 EXPORT("eco_wasm_curve_item") int eco_wasm_curve_item(int kind)
 {
     eco_curve *c = cur_curve();
@@ -249,6 +250,9 @@ EXPORT("eco_wasm_curve_item") int eco_wasm_curve_item(int kind)
         eco_excluded *x = &c->excluded[c->n_excluded];
         TRY(copy_str(x->source, sizeof x->source, 0, "excluded source"));
         TRY(copy_str(x->reason, sizeof x->reason, 1, "excluded reason"));
+        bool known = g_f64[0] > 0 && isfinite(g_f64[0]) && isfinite(g_f64[1]);
+        x->params_b = known ? g_f64[0] : NAN;
+        x->delta_pct = known ? g_f64[1] : NAN;
         c->n_excluded++;
     } else {
         TRY(eco_fail(ECO_EINVAL, "unknown item kind %d", kind));
