@@ -18,6 +18,7 @@
  *   estimated     the arch has no curve for the precision: a proxy arch's curve measured with the same software
  *                 stack (eco_arch_proxy says which and why), else on EcoCompute's engine the nf4/nf4-dq sibling on
  *                 the same arch, with an extra 10-point (close proxy) or 20-point (weak proxy) sigma term.
+ *                 Any of the above at a long context, whose KV cache rescaled ΔE (eco_delta_at_ctx), is estimated too.
  * Absolute energy (fp16 baseline x (1 + ΔE)) is estimated, with a wider range, for a card of the arch the
  * baseline was not measured on, and at batch > 1 (the batch factor is borrowed from the A800 INT8 sweep).
  *   modelled      (optimizer fields only) computed from a physical model (roofline, byte accounting).
@@ -241,7 +242,9 @@ typedef struct {
     double cv_pct;               /* measured only: CV of the anchors' ΔE at this size; NAN otherwise */
     const eco_curve *curve;
     const char *arch_used;
-    const char *proxy_reason;    /* NULL unless estimated */
+    const char *proxy_reason;    /* NULL unless borrowed from a proxy or sibling curve */
+    double ctx_kv_share;         /* > 0 when a long context rescaled ΔE (eco_delta_at_ctx): the fp16 step's KV share */
+    double short_delta_pct, short_lo_pct, short_hi_pct; /* ΔE before that rescaling (the data's short context) */
     eco_recommendation recommendation;
     double crossover_b;          /* NAN when none inside the measured range */
     bool has_energy;             /* an fp16 baseline exists for arch_used */
@@ -254,6 +257,9 @@ typedef struct {
 
 /* ECO_EUNSUPPORTED (naming the precisions that have data) when neither the arch nor its proxy has a curve. */
 eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *out);
+/* Whether a quantized energy from this fp16 baseline and this curve's ΔE composes two protocols or software stacks:
+ * no measurement of the quantized energy then, which is estimated (the estimator and the optimizer alike). */
+bool eco_energy_composed(const eco_fp16_baseline *fb, const eco_curve *c);
 
 /* fp16 energy per token at params_b, log-log between baseline points (power law outside). */
 eco_err eco_fp16_energy(const eco_fp16_baseline *b, double params_b, eco_energy_value *out);
@@ -344,6 +350,7 @@ typedef struct {
     const char *bound;               /* "memory" | "compute" | "power" (energy per step over the board's limit) */
     double delta_pct, delta_lo_pct, delta_hi_pct; /* 0 for fp16 */
     eco_label delta_label;           /* measured for fp16 (it is the baseline) */
+    bool borrowed;                   /* ΔE from a proxy or sibling curve, not this architecture's own data for the format */
     double energy_rel_fp16;          /* (1 + ΔE/100) * batch factor: relative to fp16 at batch 1 */
     double energy_mj;                /* NAN when the arch has no fp16 baseline */
     eco_label energy_label;          /* worst of ΔE, fp16 baseline and batch factor labels */

@@ -130,6 +130,11 @@ eco_err eco_check_ctx(const eco_model_config *preset, int ctx)
     return ECO_OK;
 }
 
+bool eco_energy_composed(const eco_fp16_baseline *fb, const eco_curve *c)
+{
+    return fb && c && !c->n_pooled && (strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend));
+}
+
 void eco_delta_at_ctx(double kv1, double *delta, double *lo, double *hi)
 {
     if (!(kv1 > 0)) return;
@@ -378,7 +383,8 @@ static measured_spread spread_of(const eco_curve *c, const size_t *idx, size_t h
     bool se_known = m.with_sd > 0;
     double scatter = session_scatter_sd(c);
     m.trial_sd = se_known ? sqrt(var / sd_trials) : isfinite(scatter) ? scatter : sig_curve;
-    double se = se_known || isfinite(scatter) ? m.trial_sd / sqrt((double)m.trials) : sig_curve;
+    /* a trial SD spreads single trials (SE over all of them); the scatter spreads sessions (SE over the anchors) */
+    double se = se_known ? m.trial_sd / sqrt((double)m.trials) : isfinite(scatter) ? scatter / sqrt((double)hits) : sig_curve;
     if (se < 1.0) se = 1.0;
     size_t df = sd_trials > m.with_sd ? (size_t)(sd_trials - m.with_sd) : 1;
     double t = se_known ? eco_t975(df) : 1.96;
@@ -533,8 +539,12 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         if (isfinite(tlo)) {
             e->lo_pct = fmin(e->lo_pct, tlo - half);
             e->hi_pct = fmax(e->hi_pct, thi + half);
-            note(e, "the group tied with this curve's (another session or stack, left out by name alone) measured %+.1f%%%s "
-                    "here: the range covers it", tlo, thi > tlo ? " and more" : "");
+            if (thi > tlo)
+                note(e, "the group tied with this curve's (another session or stack, left out by name alone) measured %+.1f to "
+                        "%+.1f%% here: the range covers it", tlo, thi);
+            else
+                note(e, "the group tied with this curve's (another session or stack, left out by name alone) measured %+.1f%% "
+                        "here: the range covers it", tlo);
         }
         if (isfinite(between))
             note(e, "one session's measurement: its range adds the %.1f-point SD between sessions that repeated a "
@@ -543,9 +553,12 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             note(e, "%zu measurements %s (%.1f to %.1f points); the value is their trial-weighted mean", hits,
                  named_hits ? "of this model" : "at this size", mn, mx);
         if (single) note(e, "%d of %zu measurement(s) at this size are single trials (n=1)", single, hits);
-        if (q->model && *q->model && !named_hits)
+        bool other_models = false;
+        for (size_t k = 1; k < hits; k++)
+            other_models |= !eco_same_model(c->anchors[e->anchor_idx[k]].model, c->anchors[e->anchor_idx[0]].model);
+        if (q->model && *q->model && !named_hits && !named_elsewhere)
             note(e, "%s itself has no measurement on this curve: the answer is the measurement of %s%s at this size, "
-                    "another model", q->model, c->anchors[e->anchor_idx[0]].model, hits > 1 ? " and others" : "");
+                    "another model", q->model, c->anchors[e->anchor_idx[0]].model, other_models ? " and others" : "");
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
         synthetic_note(e, c, e->anchor_idx, hits, true);
@@ -594,7 +607,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     const double d_short = e->delta_pct, lo_short = e->lo_pct, hi_short = e->hi_pct;
     double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
     double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, q->kv_bytes_per_position, fp16_bytes);
+    e->short_delta_pct = d_short, e->short_lo_pct = lo_short, e->short_hi_pct = hi_short;
     if (kv1 > ECO_KV_SHARE_MEASURED) {
+        e->ctx_kv_share = kv1;
         eco_delta_at_ctx(kv1, &e->delta_pct, &e->lo_pct, &e->hi_pct);
         e->label = worse(e->label, ECO_LABEL_ESTIMATED);
         note(e, "at ctx %d the KV cache (fp16 in every format) adds about %.0f%% to an fp16 step's bytes beyond the "
@@ -686,7 +701,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                  q->ctx, q->batch > 1 ? " and this batch" : "", 100 * kv_quant, eco_precision_name(q->precision), 100 * kv_step);
         }
         e->e_quant.basis_note = "fp16 baseline x (1 + ΔE/100); range combines both ranges";
-        if ((strcmp(fb->protocol, c->protocol) || strcmp(fb->backend, c->backend)) && !c->n_pooled) {
+        if (eco_energy_composed(fb, c)) {
             /* one stack's fp16 energy times another's ΔE is no measurement of the quantized energy */
             e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);
             note(e, "absolute energy uses fp16 baselines of protocol %s%s%s%s, and ΔE of %s%s%s%s: the quantized energy "

@@ -30,6 +30,17 @@ static const eco_gpu_spec gpus[] = {
     {"H100 SXM", "hopper", 80, 3350, 989, 700, "NVIDIA H100 datasheet"},
     {"H200", "hopper", 141, 4800, 989, 700, "NVIDIA H200 datasheet"},
     {"RTX 5090", "blackwell", 32, 1792, 209, 575, "NVIDIA Blackwell GB202 whitepaper (fp32 accumulate)"},
+    /* cards the arch table names, so their own memory bounds the optimizer rather than a datacenter reference card's:
+     * memory, bandwidth and board power from the datasheets; fp16 tensor (fp32 accumulate, half rate on GeForce)
+     * scaled from the whitepaper card of the generation by SMs x boost clock where no datasheet gives it */
+    {"RTX 3060", "ampere", 12, 360, 25.6, 170, "GeForce RTX 3060 specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3070", "ampere", 8, 448, 40.6, 220, "GeForce RTX 3070 specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3050", "ampere", 8, 224, 18.2, 130, "GeForce RTX 3050 specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 2060", "turing", 6, 336, 25.8, 160, "GeForce RTX 2060 specs; fp16 from the Turing whitepaper by SMs x clock"},
+    {"RTX 2070", "turing", 8, 448, 29.9, 175, "GeForce RTX 2070 specs; fp16 from the Turing whitepaper by SMs x clock"},
+    {"RTX A4000", "ampere", 16, 448, 76.7, 140, "NVIDIA RTX A4000 datasheet"},
+    {"A2", "ampere", 16, 200, 18, 60, "NVIDIA A2 datasheet"},
+    {"Quadro RTX 4000", "turing", 8, 416, 57, 160, "NVIDIA Quadro RTX 4000 datasheet"},
 };
 static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"t4", 0},         {"teslat4", 0},   {"a10", 1},        {"a10g", 1},       {"rtx3090", 2},   {"3090", 2},
@@ -37,6 +48,9 @@ static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"a800", 5},       {"a80080gb", 5},  {"a800sxm480gb", 5}, {"rtx4090", 6},   {"4090", 6},      {"rtx4090d", 7},
     {"4090d", 7},      {"l4", 8},        {"l40s", 9},       {"h100pcie", 10},  {"h100", 11},     {"h100sxm", 11},
     {"h100sxm580gb", 11}, {"h200", 12},  {"h200sxm", 12},   {"rtx5090", 13},  {"5090", 13},
+    {"rtx3060", 14},   {"3060", 14},     {"rtx3070", 15},   {"3070", 15},      {"rtx3050", 16},  {"3050", 16},
+    {"rtx2060", 17},   {"2060", 17},     {"rtx2070", 18},   {"2070", 18},      {"rtxa4000", 19}, {"a4000", 19},
+    {"a2", 20},        {"quadrortx4000", 21},
 };
 static const struct { const char *arch; size_t idx; } arch_ref[] = {
     {"turing", 0}, {"ampere", 4}, {"ada", 6}, {"hopper", 11}, {"blackwell", 13},
@@ -251,7 +265,7 @@ static double cand_energy(const eco_optimize_result *r, const eco_candidate *c)
  * data. A guess is weighed at its pessimistic end wherever it could displace a measurement or buy speed. */
 static double proxy_top_factor(const eco_candidate *c)
 {
-    return c->delta_label == ECO_LABEL_ESTIMATED ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
+    return c->borrowed ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
 }
 
 double eco_vram_needed_gib(double weight_bytes, double kv_bytes)
@@ -265,9 +279,17 @@ void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, co
     if (overridden)
         onote(r, "params_b %.3gB is used, not %s's %.3gB: its shapes (bytes, KV cache) are not", params_b, overridden->name,
               (double)eco_model_param_count(overridden) / 1e9);
-    if (!exact)
+    if (!exact) {
+        size_t before = r->n_notes;
         onote(r, "'%s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth and power%s)",
               gpu_asked, gpu->arch, gpu->name, gpu->vram_gb, vram_given ? "" : "; give max_vram_gb for this card's memory");
+        /* first: every feasibility and latency below rests on another card's figures */
+        if (r->n_notes == before || before == 0) return;
+        char first[ECO_EST_NOTE_BYTES];
+        memcpy(first, r->notes[r->n_notes - 1], sizeof first);
+        memmove(r->notes[1], r->notes[0], before * sizeof r->notes[0]);
+        memcpy(r->notes[0], first, sizeof first);
+    }
 }
 
 /* The step energy factor of batch b kept from falling as b grows: the largest f(k)·k over k = 1, 2, 4, ... up to
@@ -302,7 +324,7 @@ static void pareto_front(eco_optimize_result *r)
             if (j == i || !o->feasible) continue;
             double ej = cand_energy(r, o);
             /* a borrowed (proxy) ΔE dominates a candidate of this architecture's own data only at the top of its range */
-            if (c->delta_label != ECO_LABEL_ESTIMATED) ej *= proxy_top_factor(o);
+            if (!c->borrowed) ej *= proxy_top_factor(o);
             dominated = ej <= ei && o->latency_ms <= c->latency_ms && (ej < ei || o->latency_ms < c->latency_ms);
         }
         if (dominated) continue;
@@ -310,6 +332,26 @@ static void pareto_front(eco_optimize_result *r)
         for (; at > 0 && front_before(r, (int)i, r->pareto[at - 1]); at--) r->pareto[at] = r->pareto[at - 1];
         r->pareto[at] = (int)i;
     }
+}
+
+static bool own_data(const eco_candidate *c) { return !c->borrowed; }
+static bool own_sure_saving(const eco_candidate *c)
+{
+    return !c->borrowed && c->precision != ECO_PREC_FP16 && c->delta_hi_pct < 0;
+}
+
+/* The best feasible candidate `firmer` accepts, where the recommendation does not beat it at the top of its own ΔE
+ * range (a guess or an uncertain saving wins only if it wins even there); -1 where the recommendation stands. */
+static int firmer_alternative(const eco_optimize_result *r, const eco_optimize_query *q, bool (*firmer)(const eco_candidate *))
+{
+    int alt = -1;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].feasible && firmer(&r->cand[i]) && (alt < 0 || cmp_cand(&r->cand[i], &r->cand[alt]) < 0)) alt = (int)i;
+    if (alt < 0 || alt == r->best) return -1;
+    const eco_candidate *b = &r->cand[r->best];
+    double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100);
+    double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
+    return pessimistic < r->cand[alt].score ? -1 : alt;
 }
 
 eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, eco_optimize_result *r)
@@ -360,11 +402,14 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         eco_estimate est;
         double dpct = 0, dlo = 0, dhi = 0;
         eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
+        bool proxy_delta = false, composed = false;
         if (p != ECO_PREC_FP16) {
             eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
                                      .card = card};
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
             dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
+            proxy_delta = est.proxy_reason != NULL;
+            composed = r->energy_absolute && eco_energy_composed(fb, est.curve);
         }
         double wbytes = q->preset ? (double)eco_model_weight_bytes(q->preset, (eco_precision)p, false)
                                   : N * 1e9 * eco_precision_bits_per_weight((eco_precision)p) / 8.0;
@@ -393,6 +438,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             double t = t_mem > t_cmp ? t_mem : t_cmp;
             c->bound = t_mem >= t_cmp ? "memory" : "compute";
             c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
+            c->borrowed = proxy_delta;
             double f = eco_batch_energy_factor(b);
             c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
             double kv_step = eco_kv_share_beyond_measured(q->ctx, b, kv_pos, fp16_rbytes);
@@ -400,6 +446,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
             c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;
             if (r->energy_absolute && fp16e.label > c->energy_label) c->energy_label = fp16e.label;
+            if (composed && c->energy_label < ECO_LABEL_ESTIMATED) c->energy_label = ECO_LABEL_ESTIMATED;
             /* a step cannot draw more than the board allows: energy per step / power limit bounds it from below
              * (on the H200 the roofline alone gave Qwen2.5-7B nf4 689 tok/s at 1239 mJ a token, 854 W). A borrowed
              * (proxy) ΔE bounds it at the top of its range, so a guess cannot buy speed. */
@@ -462,48 +509,29 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             r->closest_infeasible = (int)i;
         }
     }
-    if (r->best >= 0 && r->cand[r->best].delta_label == ECO_LABEL_ESTIMATED && q->objective != ECO_OBJ_LATENCY) {
-        /* A borrowed (proxy) ΔE wins only if it wins at the pessimistic end of its range: else the best candidate
-         * whose ΔE was measured or fitted on this architecture is recommended (nf4-dq borrowing nf4's curve must
-         * not displace the measured nf4 by a fraction of its own uncertainty). */
+    if (r->best >= 0 && r->cand[r->best].borrowed && q->objective != ECO_OBJ_LATENCY) {
+        /* nf4-dq borrowing nf4's curve must not displace the measured nf4 by a fraction of its own uncertainty */
         const eco_candidate *b = &r->cand[r->best];
-        int own = -1;
-        for (size_t i = 0; i < r->n; i++)
-            if (r->cand[i].feasible && r->cand[i].delta_label != ECO_LABEL_ESTIMATED && (own < 0 || cmp_cand(&r->cand[i], &r->cand[own]) < 0))
-                own = (int)i;
+        int own = firmer_alternative(r, q, own_data);
         if (own >= 0) {
             const eco_candidate *o = &r->cand[own];
-            double f = proxy_top_factor(b);
-            double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
-            if (!(pessimistic < o->score)) {
-                onote(r, "%s's ΔE is estimated from a proxy curve and its range reaches past %s's (%s): the %s configuration is "
-                         "recommended", eco_precision_name(b->precision), eco_precision_name(o->precision),
-                      eco_label_name(o->delta_label), eco_precision_name(o->precision));
-                r->best = own;
-            }
+            onote(r, "%s's ΔE is estimated from a proxy curve and its range reaches past %s's (%s): the %s configuration is "
+                     "recommended", eco_precision_name(b->precision), eco_precision_name(o->precision),
+                  eco_label_name(o->delta_label), eco_precision_name(o->precision));
+            r->best = own;
         }
     }
     if (r->best >= 0 && q->objective != ECO_OBJ_LATENCY && r->cand[r->best].precision != ECO_PREC_FP16 &&
         r->cand[r->best].delta_hi_pct >= 0) {
-        /* An uncertain ΔE (its range reaching fp16 or above) wins only if it wins at the top of its range against the
-         * best configuration whose range is a saving throughout: an extrapolated LLM.int8() at -50% [-50, +168] must
-         * not displace an nf4 at -49% [-74, -17] by its central value. */
+        /* an extrapolated LLM.int8() at -50% [-50, +168] must not displace an nf4 at -49% [-74, -17] by its centre */
         const eco_candidate *b = &r->cand[r->best];
-        int sure = -1;
-        for (size_t i = 0; i < r->n; i++)
-            if (r->cand[i].feasible && r->cand[i].precision != ECO_PREC_FP16 && r->cand[i].delta_hi_pct < 0 &&
-                (sure < 0 || cmp_cand(&r->cand[i], &r->cand[sure]) < 0))
-                sure = (int)i;
+        int sure = firmer_alternative(r, q, own_sure_saving);
         if (sure >= 0) {
-            double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100);
-            double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
-            if (!(pessimistic < r->cand[sure].score)) {
-                const eco_candidate *s = &r->cand[sure];
-                onote(r, "%s's ΔE (%+.1f%%) is lower at its centre, but its 95%% range reaches %+.1f%%: %s, a saving across its "
-                         "whole range (%+.1f%% to %+.1f%%), is recommended", eco_precision_name(b->precision), b->delta_pct,
-                      b->delta_hi_pct, eco_precision_name(s->precision), s->delta_lo_pct, s->delta_hi_pct);
-                r->best = sure;
-            }
+            const eco_candidate *s = &r->cand[sure];
+            onote(r, "%s's ΔE (%+.1f%%) is lower at its centre, but its 95%% range reaches %+.1f%%: %s, a saving across its "
+                     "whole range (%+.1f%% to %+.1f%%), is recommended", eco_precision_name(b->precision), b->delta_pct,
+                  b->delta_hi_pct, eco_precision_name(s->precision), s->delta_lo_pct, s->delta_hi_pct);
+            r->best = sure;
         }
     }
     if (r->best >= 0 && q->objective != ECO_OBJ_LATENCY && r->cand[r->best].precision != ECO_PREC_FP16) {

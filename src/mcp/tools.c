@@ -84,9 +84,27 @@ static void put_range_pct(sbuf *s, const json_t *range)
     put_num(s, "%+.1f%%", json_is_number(json_array_get(range, 1)) ? json_number_value(json_array_get(range, 1)) : NAN);
 }
 
+/* Whether the anchors behind an answer used synthetic weights: said with it, as a trained checkpoint's would be read. */
+static void put_synthetic(sbuf *s, const json_t *est)
+{
+    const json_t *anchors = at(est, "anchors"), *a;
+    size_t i, n = json_array_size(anchors), k = 0;
+    json_array_foreach(anchors, i, a) k += json_is_true(at(a, "synthetic_weights"));
+    if (k) sb_printf(s, ", %s on synthetic weights of the models' real shapes (speed and energy follow the shapes)", k == n ? "all" : "some");
+}
+
 /* What a label means, said plainly: only "measured" is a measurement. */
 static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
 {
+    const json_t *ctx = at(est, "context");
+    if (!strcmp(label, "estimated") && json_is_object(ctx) && !json_is_object(at(est, "proxy"))) {
+        /* the architecture's own data, rescaled for a long context's KV cache: say which data and by how much */
+        sb_printf(s, "an estimate, not a measurement: %s's own short-context figure of ", strv(est, "arch_used", "?"));
+        put_num(s, "%+.1f%%", numv(ctx, "short_delta_pct"));
+        put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
+        put_synthetic(s, est);
+        return;
+    }
     if (!strcmp(label, "measured")) {
         /* what was measured, where: the asked size or card may differ (another size of the same model, another
          * card of the architecture, labels being per architecture), and a text-only client sees only this */
@@ -94,9 +112,7 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         size_t i, n = json_array_size(anchors);
         double lo = INFINITY, hi = -INFINITY, asked = numv(at(est, "input"), "params_b");
         bool one_model = true, one_gpu = true;
-        size_t synthetic = 0;
         json_array_foreach(anchors, i, a) {
-            synthetic += json_is_true(at(a, "synthetic_weights"));
             double b = numv(a, "params_b");
             if (b < lo) lo = b;
             if (b > hi) hi = b;
@@ -111,9 +127,7 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         put_num(s, "%.4gB", lo);
         if (hi > lo) put_num(s, "-%.4gB", hi);
         sb_printf(s, " on %s%s (%zu measurement%s)", strv(a0, "gpu", "?"), one_gpu ? "" : " and other cards", n, n == 1 ? "" : "s");
-        if (synthetic)
-            sb_printf(s, ", %s on synthetic weights of the model's real shapes (speed and energy follow the shapes)",
-                      synthetic == n ? "all" : "some");
+        put_synthetic(s, est);
         if (isfinite(asked) && (asked < lo * (1 - 1e-6) || asked > hi * (1 + 1e-6)))
             put_num(s, "; they stand for the %.4gB asked (the same model within 15%% of its size), not a measurement at it", asked);
     } else if (!strcmp(label, "interpolated")) {
@@ -385,7 +399,7 @@ static const char estimate_desc[] =
     "Estimate how much a quantized precision changes GPU energy per generated token versus FP16 (ΔE%, negative = "
     "saves energy) for a model size on a GPU, and the absolute energy per token when an FP16 baseline exists. The "
     "answer carries a label: measured (a measurement exists at this size, n trials), interpolated or extrapolated "
-    "(read from the fitted curve) or estimated (borrowed from a proxy architecture), a 95% range, the anchors "
+    "(read from the fitted curve) or estimated (borrowed from a proxy architecture, or rescaled for a long context), a 95% range, the anchors "
     "(measurements) behind it, and a recommendation (quantize | do_not_quantize | depends).";
 
 eco_err eco_mcp_add_eco_tools(eco_mcp_server *srv, eco_service *svc)

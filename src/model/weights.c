@@ -1,4 +1,5 @@
 /* Logical decoder tensors from a checkpoint (safetensors, sharded or not) or from a seed (synthetic). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -370,12 +371,17 @@ static eco_err check_unread(const eco_weights *w)
             for (int o = 0; o < s; o++)
                 if (eco_safetensors_find(w->shard[o], name))
                     return eco_fail(ECO_EFORMAT, "tensor \"%s\" is in two shards: which one to read is ambiguous", name);
-            int layer = -1, at = 0;
-            if (sscanf(name, "model.layers.%d.%n", &layer, &at) != 1 || at == 0) continue;
-            if (layer < 0 || layer >= c->layers)
-                return eco_fail(ECO_EFORMAT, "tensor \"%s\": the checkpoint has layer %d, the config's num_hidden_layers is %d",
+            static const char prefix[] = "model.layers.";
+            if (strncmp(name, prefix, sizeof prefix - 1) || !isdigit((unsigned char)name[sizeof prefix - 1])) continue;
+            char *end;
+            errno = 0;
+            long layer = strtol(name + sizeof prefix - 1, &end, 10); /* strtol, not sscanf: a 30-digit index is no UB */
+            if (*end != '.') continue;
+            int at = (int)(end + 1 - name);
+            if (errno || layer >= c->layers)
+                return eco_fail(ECO_EFORMAT, "tensor \"%s\": the checkpoint has layer %ld, the config's num_hidden_layers is %d",
                                 name, layer, c->layers);
-            if (read_at_layer(c, layer, name) || !strcmp(name + at, "self_attn.rotary_emb.inv_freq")) continue;
+            if (read_at_layer(c, (int)layer, name) || !strcmp(name + at, "self_attn.rotary_emb.inv_freq")) continue;
             return eco_fail(ECO_EUNSUPPORTED, "tensor \"%s\" is not part of the %s layer the config describes (%s): it "
                             "would be ignored and the model run would not be the checkpoint's", name,
                             eco_model_family_name(c->family), strstr(name + at, ".bias") ? "no bias there" : "an unknown weight");

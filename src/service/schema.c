@@ -139,7 +139,11 @@ static json_t *estimate_response(void)
                "cv_pct", tnull("number"), "sessions", str_list(), "anchors", array_of(anchor()), "protocol", t("string"),
                "backend", described(t("string"), "Software stack the curve was fitted on (\"\" when pooled)."),
                "pooled_protocols", str_list(), "arch_used", arch_enum(), "proxy",
-               nullable(obj("arch", arch_enum(), "precision", t("string"), "reason", t("string"), NULL)), "recommendation",
+               nullable(obj("arch", arch_enum(), "precision", t("string"), "reason", t("string"), NULL)), "context",
+               described(nullable(obj("kv_share_fp16", t("number"), "short_delta_pct", t("number"), "short_range95", range95(false), NULL)),
+                         "Set when a long ctx rescaled ΔE (the KV cache, fp16 in every format, adds about the same energy to both): "
+                         "the fp16 step's KV share beyond the measured context and the data's short-context ΔE; the answer is then "
+                         "estimated from the architecture's own data, not a proxy."), "recommendation",
                enum_of("quantize", "do_not_quantize", "depends", NULL), "crossover_b", tnull("number"), "curve", curve, "energy",
                nullable(energy), "notes", str_list(), NULL);
 }

@@ -256,6 +256,11 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     json_object_set_new(r, "proxy", est.proxy_reason ? json_pack("{s:s, s:s, s:s}", "arch", est.arch_used, "precision",
                                                                  eco_precision_name(c->precision), "reason", est.proxy_reason)
                                                      : json_null());
+    /* a long context rescaled the data's ΔE: by how much, and from what (an own curve's figure, not a proxy's) */
+    json_object_set_new(r, "context", est.ctx_kv_share > 0
+                                          ? json_pack("{s:o, s:o, s:o}", "kv_share_fp16", num(est.ctx_kv_share), "short_delta_pct",
+                                                      num(est.short_delta_pct), "short_range95", range(est.short_lo_pct, est.short_hi_pct))
+                                          : json_null());
     json_object_set_new(r, "recommendation", json_string(eco_recommendation_name(est.recommendation)));
     json_object_set_new(r, "crossover_b", num(est.crossover_b));
     json_object_set_new(r, "curve", json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:s}", "form", eco_curve_form_name(c->form),
@@ -269,8 +274,6 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
                                                    num(est.batch_factor), "batch_label", eco_label_name(est.batch_label))
                                        : json_null());
     json_t *notes = notes_json((const char (*)[ECO_EST_NOTE_BYTES])est.notes, est.n_notes);
-    if (ctxlen != 2048)
-        json_array_append_new(notes, json_string("ctx does not change ΔE here: the measurements are short-context decode"));
     json_object_set_new(r, "notes", notes);
     *result = r;
     return ECO_OK;

@@ -590,10 +590,15 @@ static void test_ranges_rest_on_the_measurements(void **state)
     assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED);
     assert_true(e.hi_pct - e.delta_pct >= measured_half - 1e-9 && e.delta_pct - e.lo_pct >= measured_half - 1e-9);
     /* between 3.5B and 7B: at least the two measurements' half-widths interpolated in log size */
+    q.params_b = 3.5;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    double half35 = e.hi_pct - e.delta_pct, w = log(5.0 / 3.5) / log(7.0 / 3.5);
+    double want = half35 + w * (measured_half - half35);
     q.params_b = 5.0;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
-    assert_true(e.hi_pct - e.delta_pct > 0.5 * measured_half);
+    assert_true(e.hi_pct - e.delta_pct >= want - 1e-9 && e.delta_pct - e.lo_pct >= want - 1e-9);
     free(set);
 }
 
@@ -677,6 +682,7 @@ static void test_unknown_gpu(void **state)
         {"GeForce RTX 2060 SUPER", "turing"},  {"RTX 2070", "turing"},      {"Quadro RTX 4000", "turing"},
         {"NVIDIA RTX 4000 Ada Generation", "ada"}, {"NVIDIA L20", "ada"},   {"RTX 4060 Ti", "ada"},
         {"NVIDIA GH200 480GB", "hopper"},      {"NVIDIA H200 NVL", "hopper"}, {"NVIDIA GB200", "blackwell"},
+        {"NVIDIA GeForce RTX 5060 Ti", "blackwell"},
     };
     for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
         assert_int_equal(eco_arch_from_gpu_name(gens[i].name, &arch), ECO_OK);
@@ -687,6 +693,18 @@ static void test_unknown_gpu(void **state)
     assert_string_equal(g->name, "A100 80GB");
     assert_int_equal(eco_gpu_find("RTX 4090D", &g, &exact), ECO_OK);
     assert_string_equal(g->name, "RTX 4090D");
+    /* the cards those names map to are in the table with their own memory, not a datacenter reference card's */
+    static const struct { const char *asked, *card; double vram; } own[] = {
+        {"NVIDIA GeForce RTX 3060", "RTX 3060", 12}, {"NVIDIA GeForce RTX 2060", "RTX 2060", 6}, {"Tesla A2", "A2", 16},
+        {"NVIDIA RTX A4000", "RTX A4000", 16},       {"Quadro RTX 4000", "Quadro RTX 4000", 8},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        assert_int_equal(eco_gpu_find(own[i].asked, &g, &exact), ECO_OK);
+        assert_string_equal(g->name, own[i].card);
+        assert_true(exact && g->vram_gb == own[i].vram);
+    }
+    assert_int_equal(eco_gpu_find("NVIDIA RTX 4000 Ada Generation", &g, &exact), ECO_OK); /* not the Quadro RTX 4000 */
+    assert_string_equal(g->arch, "ada");
     assert_int_equal(eco_gpu_find("RTX 4080", &g, &exact), ECO_OK); /* known arch, card not in the table */
     assert_false(exact);
     assert_string_equal(g->arch, "ada");
@@ -986,6 +1004,57 @@ static void test_optimizer_sure_saving(void **state)
     assert_int_equal(nf4->delta_label, ECO_LABEL_ESTIMATED);
     assert_near(nf4->energy_rel_fp16, 1 + est.delta_pct / 100 + (est0.delta_pct - est.delta_pct) / 100 +
                                           (est0.delta_pct / est.delta_pct - 1), 1e-9); /* 1 + ΔE_short + kv1 */
+    /* an own curve's ΔE rescaled for the context is not a borrowed one: a saving still beats fp16 */
+    assert_false(nf4->borrowed);
+    assert_true(r->best >= 0 && r->cand[r->best].precision != ECO_PREC_FP16);
+    free(r);
+    free(set);
+}
+
+/* One stack's fp16 baseline times another stack's ΔE is no measurement of the quantized energy: estimated, in the
+ * estimator and the optimizer alike. */
+static void test_composed_energy_is_estimated(void **state)
+{
+    (void)state;
+    eco_record rows[8];
+    static const double sizes[] = {1, 2, 3, 5, 7};
+    for (int i = 0; i < 5; i++) { /* the larger group: its fp16 energies are the baseline */
+        make_row(&rows[i], "ampere", ECO_PREC_INT8, sizes[i], 10, 2, "m");
+        snprintf(rows[i].backend, sizeof rows[i].backend, "stack-b");
+        snprintf(rows[i].gpu, sizeof rows[i].gpu, "A800");
+    }
+    for (int i = 0; i < 3; i++) {
+        make_row(&rows[5 + i], "ampere", ECO_PREC_NF4, sizes[2 * i], -20, 2, "m");
+        snprintf(rows[5 + i].backend, sizeof rows[5 + i].backend, "stack-a");
+        snprintf(rows[5 + i].gpu, sizeof rows[5 + i].gpu, "A800");
+    }
+    eco_curve_set *set = malloc(sizeof *set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, 8, &o, set), ECO_OK);
+    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, "ampere");
+    assert_non_null(fb);
+    assert_string_equal(fb->backend, "stack-b");
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ampere", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1, .card = "A800"};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.e_quant.label, ECO_LABEL_ESTIMATED);
+    q.precision = ECO_PREC_INT8; /* the baseline's own stack: measured */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_quant.label, ECO_LABEL_MEASURED);
+    const eco_gpu_spec *g;
+    assert_int_equal(eco_gpu_find("A800", &g, NULL), ECO_OK);
+    eco_optimize_result *r = malloc(sizeof *r);
+    eco_optimize_query oq = {.params_b = 3.0, .gpu = g, .card = "A800", .ctx = 512, .batch = 1, .objective = ECO_OBJ_ENERGY};
+    assert_int_equal(eco_optimize_run(set, &oq, r), ECO_OK);
+    int seen = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->cand[i].precision == ECO_PREC_NF4) seen++, assert_int_equal(r->cand[i].energy_label, ECO_LABEL_ESTIMATED);
+        if (r->cand[i].precision == ECO_PREC_INT8) seen++, assert_int_equal(r->cand[i].energy_label, ECO_LABEL_MEASURED);
+    }
+    assert_int_equal(seen, 2);
     free(r);
     free(set);
 }
@@ -1003,6 +1072,7 @@ int main(void)
         cmocka_unit_test(test_unknown_gpu), cmocka_unit_test(test_request_resolvers),
         cmocka_unit_test(test_optimizer_budgets),       cmocka_unit_test(test_batch_factor),
         cmocka_unit_test(test_tokens_per_s_ceiling),     cmocka_unit_test(test_optimizer_sure_saving),
+        cmocka_unit_test(test_composed_energy_is_estimated),
         cmocka_unit_test(test_optimizer_pareto_front),  cmocka_unit_test(test_optimizer_pinned_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

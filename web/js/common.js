@@ -63,7 +63,7 @@ const LABEL_HELP = {
   measured: 'measured at this size on this architecture',
   interpolated: 'from the fitted curve, inside the measured size range',
   extrapolated: 'from the fitted curve, outside the measured size range (wider range)',
-  estimated: "from a proxy curve (another architecture on the same software stack, or nf4 for nf4-dq), or energy of another card or batch, with extra uncertainty",
+  estimated: "from a proxy curve (another architecture on the same software stack, or nf4 for nf4-dq), or this architecture's data rescaled for a long context's KV cache, or energy of another card or batch, with extra uncertainty",
   modelled: 'from a physical model (roofline, byte accounting), not measured',
 };
 export function badge(label) {

@@ -93,7 +93,8 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       if (!(power <= hi && power >= lo))
         add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${lo}..${hi} W)`);
     }
-    const speeds = tps !== undefined ? windowSpeedRange(doc, r.precision) : undefined;
+    // 0: no window of this precision was paired with an fp16 one (a partial run), which eco measure writes so
+    const speeds = tps !== undefined && tps > 0 ? windowSpeedRange(doc, r.precision) : undefined;
     if (speeds && !(tps >= speeds[0] * (1 - SPEED_SLACK) && tps <= speeds[1] * (1 + SPEED_SLACK)))
       add(`/results/${i}/tokens_per_s`, `${tps} tokens/s, but its windows decoded ${speeds[0]}..${speeds[1]} tokens/s (tokens over decode_s)`);
     const ci = r.ci95_mj;
@@ -187,7 +188,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       const b = tokensCeiling(card, w.preset, r.precision, batch >= 1 && batch <= 1e6 ? Math.trunc(batch) : 0);
       if (b && b.ceiling !== null && tps > b.ceiling)
         add(`/results/${i}/tokens_per_s`, `${tps} tokens/s is over what the ${b.card} can stream: ${b.model} in ${r.precision} reads ` +
-          `${b.gb_per_token.toPrecision(3)} GB a token, at most ${Math.round(b.ceiling)} tokens/s at batch ${batch}`);
+          `${Number(b.gb_per_token.toPrecision(3))} GB a token, at most ${b.ceiling.toFixed(0)} tokens/s at batch ${batch}`); // %.3g, %.0f
     });
   return out;
 }

@@ -30,7 +30,7 @@ async function main() {
     measured: 'an anchor exists at this size (or of this model) on this architecture: the value is the anchors\' trial-weighted mean',
     interpolated: 'the architecture has its own curve and the size is inside its measured range',
     extrapolated: 'the architecture has its own curve but the size is outside its measured range: the range widens with the log-distance',
-    estimated: 'the architecture has no curve for this precision: a proxy curve (another architecture measured with the same software stack, or on EcoCompute\'s engine the nf4/nf4-dq sibling) is used with extra uncertainty; absolute energy is also estimated for a card or batch that was not measured',
+    estimated: 'the architecture has no curve for this precision: a proxy curve (another architecture measured with the same software stack, or on EcoCompute\'s engine the nf4/nf4-dq sibling) is used with extra uncertainty; or a long context\'s KV cache rescaled the architecture\'s own ΔE (the answer\'s "context" says by how much); absolute energy is also estimated for a card or batch that was not measured',
     modelled: 'optimizer fields computed from a physical model (roofline latency, byte accounting for VRAM)',
   };
   $('labels').replaceChildren(el('ul', {}, ...info.labels.map((l) => el('li', {}, el('span', { class: `badge ${l}` }, l), ' ', LABELS[l] || ''))),

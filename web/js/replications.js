@@ -26,7 +26,8 @@ async function setup() {
   const presets = Object.fromEntries((eco.infoCache?.models || []).flatMap((m) =>
     [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
   // and the C tables it reads: the architectures the curves know, the cards' names and bandwidths
-  checkTables = { presets, archs: (eco.infoCache?.archs || []).map((a) => a.arch), gpuArch: (n) => eco.gpuArch(n),
+  const archs = eco.infoCache?.archs ? eco.infoCache.archs.map((a) => a.arch) : null; // none known: the check is skipped
+  checkTables = { presets, archs, gpuArch: (n) => eco.gpuArch(n),
     tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) };
   // Submitting needs an API route that accepts replications; look for one in the OpenAPI document.
   try {

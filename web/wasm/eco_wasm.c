@@ -406,6 +406,13 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     key("proxy");
     if (est->proxy_reason) { obj(); kstr("arch", est->arch_used); kstr("precision", eco_precision_name(c->precision)); kstr("reason", est->proxy_reason); end_obj(); }
     else jnull();
+    key("context"); /* as the service: a long context's rescaling of the data's ΔE */
+    if (est->ctx_kv_share > 0) {
+        obj(); knum("kv_share_fp16", est->ctx_kv_share); knum("short_delta_pct", est->short_delta_pct);
+        krange("short_range95", est->short_lo_pct, est->short_hi_pct); end_obj();
+    } else {
+        jnull();
+    }
     kstr("recommendation", eco_recommendation_name(est->recommendation));
     knum("crossover_b", est->crossover_b);
     key("curve"); obj();
@@ -427,7 +434,6 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     }
     key("notes"); arr();
     for (size_t i = 0; i < est->n_notes; i++) jstr(est->notes[i]);
-    if (ctxlen != 2048) jstr("ctx does not change ΔE here: the measurements are short-context decode");
     end_arr();
     end_obj();
     return finish();
