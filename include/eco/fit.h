@@ -245,6 +245,7 @@ typedef struct {
     const char *proxy_reason;    /* NULL unless borrowed from a proxy or sibling curve */
     double ctx_kv_share;         /* > 0 when a long context rescaled ΔE (eco_delta_at_ctx): the fp16 step's KV share */
     double short_delta_pct, short_lo_pct, short_hi_pct; /* ΔE before that rescaling (the data's short context) */
+    eco_label short_label;       /* and its label */
     eco_recommendation recommendation;
     double crossover_b;          /* NAN when none inside the measured range */
     bool has_energy;             /* an fp16 baseline exists for arch_used */

@@ -14,8 +14,8 @@ static void usage(FILE *out)
                  "  --model PRESET       a model preset (eco model list), e.g. Qwen2.5-7B\n"
                  "  --precision P        int8, int8-mixed (LLM.int8()), nf4 (default), nf4-dq, fp8\n"
                  "  --batch B            batch size (ΔE is a batch-1 measurement; absolute energy is amortised)\n"
-                 "  --ctx C              context length (ΔE was measured at short context; a long one's KV cache\n"
-                 "                       makes absolute energy estimated)\n"
+                 "  --ctx C              context length (ΔE was measured at short context; a long one's KV cache,\n"
+                 "                       the same bytes in every format, shrinks ΔE and makes it estimated)\n"
                  "  --curves FILE        curves.json (default var/curves.json)\n"
                  "  --json               print the service's JSON answer\n");
 }

@@ -75,6 +75,7 @@ eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
     static const struct { const char *pattern, *arch; } map[] = {
         {"rtxpro6000", "blackwell"}, {"b200", "blackwell"}, {"b100", "blackwell"}, {"gb200", "blackwell"},
         {"5090", "blackwell"},       {"5080", "blackwell"}, {"5070", "blackwell"}, {"5060", "blackwell"},
+        {"5050", "blackwell"},
         {"h100", "hopper"},          {"h200", "hopper"},    {"h800", "hopper"},    {"h20", "hopper"},
         {"gh200", "hopper"},         {"hopper", "hopper"},
         {"6000ada", "ada"},          {"l40", "ada"},        {"l4", "ada"},         {"l20", "ada"},

@@ -556,9 +556,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         bool other_models = false;
         for (size_t k = 1; k < hits; k++)
             other_models |= !eco_same_model(c->anchors[e->anchor_idx[k]].model, c->anchors[e->anchor_idx[0]].model);
-        if (q->model && *q->model && !named_hits && !named_elsewhere)
-            note(e, "%s itself has no measurement on this curve: the answer is the measurement of %s%s at this size, "
-                    "another model", q->model, c->anchors[e->anchor_idx[0]].model, other_models ? " and others" : "");
+        if (q->model && *q->model && !named_hits)
+            note(e, "the measurement at this size is of %s%s, another model than %s", c->anchors[e->anchor_idx[0]].model,
+                 other_models ? " and others" : "", q->model);
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
         synthetic_note(e, c, e->anchor_idx, hits, true);
@@ -607,7 +607,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     const double d_short = e->delta_pct, lo_short = e->lo_pct, hi_short = e->hi_pct;
     double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
     double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, q->kv_bytes_per_position, fp16_bytes);
-    e->short_delta_pct = d_short, e->short_lo_pct = lo_short, e->short_hi_pct = hi_short;
+    e->short_delta_pct = d_short, e->short_lo_pct = lo_short, e->short_hi_pct = hi_short, e->short_label = e->label;
     if (kv1 > ECO_KV_SHARE_MEASURED) {
         e->ctx_kv_share = kv1;
         eco_delta_at_ctx(kv1, &e->delta_pct, &e->lo_pct, &e->hi_pct);

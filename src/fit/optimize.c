@@ -77,23 +77,33 @@ static void normalise(const char *in, char *out, size_t cap)
     }
 }
 
-/* Whether what follows a card's name only says its form factor or memory ("sxm5", "pcie", "141gb", "hbm3e"),
- * not another card ("ti", "nvl", "d"). */
-static bool only_form_and_memory(const char *rest)
+/* Whether what follows a card's name only says its form factor or memory ("sxm5", "pcie", "141gb", "hbm3e"): not
+ * another card ("ti", "nvl", "d"), nor another memory size than the card's ("RTX 3050 6GB" is not the 8 GB one). */
+static bool only_form_and_memory(const char *rest, double vram_gb)
 {
     while (*rest) {
-        if (!strncmp(rest, "sxm", 3)) rest += 3;
-        else if (!strncmp(rest, "pcie", 4)) rest += 4;
-        else if (!strncmp(rest, "hbm", 3) || !strncmp(rest, "gddr", 4)) { /* memory type: hbm3, hbm3e, gddr6x */
+        if (!strncmp(rest, "sxm", 3)) {
+            rest += 3;
+            if (isdigit((unsigned char)*rest)) rest++; /* its version: sxm4, sxm5 */
+        } else if (!strncmp(rest, "pcie", 4)) {
+            rest += 4;
+        } else if (!strncmp(rest, "hbm", 3) || !strncmp(rest, "gddr", 4)) { /* memory type: hbm3, hbm3e, gddr6x */
             rest += rest[0] == 'h' ? 3 : 4;
             while (isdigit((unsigned char)*rest)) rest++;
             if (*rest == 'e' || *rest == 'x') rest++;
-        } else if (isdigit((unsigned char)*rest)) { /* a memory size, or the digit of a form factor (sxm5) */
-            while (isdigit((unsigned char)*rest)) rest++;
-            if (!strncmp(rest, "gb", 2)) rest += 2;
-            else if (*rest && strncmp(rest, "sxm", 3) && strncmp(rest, "pcie", 4) && strncmp(rest, "hbm", 3) && strncmp(rest, "gddr", 4))
+        } else if (isdigit((unsigned char)*rest)) { /* a memory size */
+            char *end;
+            double size = strtod(rest, &end); /* digits only here: no sign, no exponent reaches strtod's reading */
+            rest = end;
+            if (!strncmp(rest, "gb", 2)) {
+                rest += 2;
+                if (fabs(size - vram_gb) > 0.5) return false;
+            } else if (*rest && strncmp(rest, "sxm", 3) && strncmp(rest, "pcie", 4) && strncmp(rest, "hbm", 3) && strncmp(rest, "gddr", 4)) {
                 return false;
-        } else return false;
+            }
+        } else {
+            return false;
+        }
     }
     return true;
 }
@@ -117,7 +127,11 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
     }
     if (best != SIZE_MAX) { /* "H100 NVL" -> H100 SXM: the closest card of the table, not that card */
         *out = &gpus[gpu_alias[best].idx];
-        if (exact) *exact = only_form_and_memory(n + blen); /* "H200 SXM 141GB" is the H200 */
+        /* "H200 SXM 141GB" is the H200; after an alias ending in "sxm" a digit may be its version ("5141gb") */
+        const char *rest = n + blen;
+        bool version = blen >= 3 && !strncmp(rest - 3, "sxm", 3) && isdigit((unsigned char)*rest);
+        if (exact)
+            *exact = only_form_and_memory(rest, (*out)->vram_gb) || (version && only_form_and_memory(rest + 1, (*out)->vram_gb));
         return ECO_OK;
     }
     const char *arch;
@@ -389,6 +403,9 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     if (!r->energy_absolute) onote(r, "no fp16 baseline on %s: energy is relative to fp16 at batch 1 only", arch);
 
     double kv_pos = q->preset ? (double)eco_model_kv_bytes_per_position(q->preset) : eco_kv_bytes_per_position_per_b() * N;
+    double fp16_rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, ECO_PREC_FP16, 0, false)
+                                   : N * 1e9 * eco_precision_bits_per_weight(ECO_PREC_FP16) / 8.0;
+    double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, kv_pos, fp16_rbytes); /* the fp16 batch-1 step's KV share */
     if (!q->preset) onote(r, "no model preset: weights from params x bits, KV cache from the presets' median KV bytes per parameter");
     onote(r, "latency is a roofline (%.0f%% of datasheet bandwidth, %.0f%% of fp16 tensor throughput, no dequantization or "
              "kernel-launch cost): HF eager bitsandbytes decode measured 4-5x slower", BW_EFFICIENCY * 100, COMPUTE_EFFICIENCY * 100);
@@ -416,9 +433,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, (eco_precision)p, 0, false) : wbytes;
         /* a long context as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx), and
          * that energy added to the candidate's, fp16's at each batch times the step's KV share */
-        double fp16_rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, ECO_PREC_FP16, 0, false)
-                                       : N * 1e9 * eco_precision_bits_per_weight(ECO_PREC_FP16) / 8.0;
-        double d_short = dpct, kv1 = eco_kv_share_beyond_measured(q->ctx, 1, kv_pos, fp16_rbytes);
+        double d_short = dpct;
         if (p != ECO_PREC_FP16 && kv1 > ECO_KV_SHARE_MEASURED) {
             eco_delta_at_ctx(kv1, &dpct, &dlo, &dhi);
             if (dlabel < ECO_LABEL_ESTIMATED) dlabel = ECO_LABEL_ESTIMATED;
@@ -487,6 +502,9 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     if (long_ctx)
         onote(r, "at ctx %d the KV cache adds over %.0f%% to a step's bytes in %zu configurations, beyond the short-context "
                  "measurements: their energy is estimated", q->ctx, 100 * ECO_KV_SHARE_MEASURED, long_ctx);
+    if (kv1 > ECO_KV_SHARE_MEASURED)
+        onote(r, "at ctx %d the KV cache (fp16 in every format) adds %.0f%% to an fp16 batch-1 step's bytes and about the same "
+                 "energy to every format: each ΔE is its short-context figure / (1 + %.2f), estimated", q->ctx, 100 * kv1, kv1);
     if (power_bounded)
         onote(r, "%zu of %zu configurations are slower than the roofline: their energy per step over the %s's %.0f W board "
                  "limit (bound \"power\")", power_bounded, r->n, q->gpu->name, q->gpu->board_power_w);

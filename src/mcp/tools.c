@@ -2,6 +2,7 @@
  * that always states the label, n and range, so a client that shows only text never sees an estimate passed off
  * as a measurement. Validation and numbers come from the service; nothing is recomputed here. */
 #include "eco/mcp.h"
+#include "eco/model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -99,7 +100,8 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
     const json_t *ctx = at(est, "context");
     if (!strcmp(label, "estimated") && json_is_object(ctx) && !json_is_object(at(est, "proxy"))) {
         /* the architecture's own data, rescaled for a long context's KV cache: say which data and by how much */
-        sb_printf(s, "an estimate, not a measurement: %s's own short-context figure of ", strv(est, "arch_used", "?"));
+        sb_printf(s, "an estimate, not a measurement: %s's own short-context %s figure of ", strv(est, "arch_used", "?"),
+                  strv(ctx, "short_label", ""));
         put_num(s, "%+.1f%%", numv(ctx, "short_delta_pct"));
         put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
         put_synthetic(s, est);
@@ -143,6 +145,8 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         sb_printf(s, "an estimate borrowed from the %s %s curve", strv(proxy, "arch", strv(est, "arch_used", "proxy")),
                   strv(proxy, "precision", ""));
         if (strv(proxy, "reason", NULL)) sb_printf(s, " (%s)", strv(proxy, "reason", ""));
+        if (json_is_object(ctx))
+            put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
         sb_printf(s, ", not a measurement");
     } else {
         sb_printf(s, "modelled, not measured");
@@ -231,10 +235,17 @@ static void put_recommended_n(sbuf *s, eco_service *svc, const json_t *r)
     const json_t *best = at(r, "recommended"), *in = at(r, "input");
     const char *prec = strv(best, "precision", NULL);
     if (!prec || !strcmp(prec, "fp16")) return;
-    json_t *q = json_pack("{s:s, s:s, s:O}", "gpu", strv(in, "gpu", ""), "precision", prec, "params_b",
-                          at(in, "params_b") ? at(in, "params_b") : json_null());
+    json_t *q = json_pack("{s:s, s:s}", "gpu", strv(in, "gpu", ""), "precision", prec);
     if (!q) return;
-    if (strv(in, "model", NULL)) json_object_set_new(q, "model", json_string(strv(in, "model", "")));
+    /* the size as the optimizer took it: a preset's own (its shapes), or an explicit size (no preset's shapes) */
+    const char *model = strv(in, "model", NULL);
+    const eco_model_config *preset = model ? eco_preset_find(model) : NULL;
+    double asked = numv(in, "params_b");
+    if (model) json_object_set_new(q, "model", json_string(model));
+    if (!preset || fabs(asked - (double)eco_model_param_count(preset) / 1e9) > 1e-9 * asked)
+        json_object_set_new(q, "params_b", json_real(asked));
+    /* the context the optimizer answered for (2048 when none was asked): a long one rescales ΔE there too */
+    if (json_is_integer(at(in, "ctx"))) json_object_set_new(q, "ctx", json_integer(json_integer_value(at(in, "ctx"))));
     json_t *est = NULL;
     if (eco_service_estimate(svc, q, ECO_PARAMS_JSON, &est) == ECO_OK) {
         const char *label = strv(est, "label", "unknown");

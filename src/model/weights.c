@@ -372,11 +372,12 @@ static eco_err check_unread(const eco_weights *w)
                 if (eco_safetensors_find(w->shard[o], name))
                     return eco_fail(ECO_EFORMAT, "tensor \"%s\" is in two shards: which one to read is ambiguous", name);
             static const char prefix[] = "model.layers.";
-            if (strncmp(name, prefix, sizeof prefix - 1) || !isdigit((unsigned char)name[sizeof prefix - 1])) continue;
+            if (strncmp(name, prefix, sizeof prefix - 1)) continue;
             char *end;
             errno = 0;
             long layer = strtol(name + sizeof prefix - 1, &end, 10); /* strtol, not sscanf: a 30-digit index is no UB */
-            if (*end != '.') continue;
+            if (!isdigit((unsigned char)name[sizeof prefix - 1]) || *end != '.')
+                return eco_fail(ECO_EFORMAT, "tensor \"%s\": its layer index is not a number", name);
             int at = (int)(end + 1 - name);
             if (errno || layer >= c->layers)
                 return eco_fail(ECO_EFORMAT, "tensor \"%s\": the checkpoint has layer %ld, the config's num_hidden_layers is %d",

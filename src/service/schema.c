@@ -98,8 +98,9 @@ static json_t *estimate_request(void)
                                               "A model preset (see /v1/models); gives the size when params_b is absent."));
     json_object_set_new(p, "batch", json_pack("{s:s, s:i, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", 1024, "default", 1));
     json_object_set_new(p, "ctx", described(json_pack("{s:s, s:i, s:i}", "type", "integer", "minimum", 1, "maximum", 1048576),
-                                            "Context positions; absent: the measured short context. A long one's KV cache "
-                                            "makes absolute energy estimated."));
+                                            "Context positions; absent: the measured short context. A long one's KV cache, "
+                                            "the same bytes in every format, shrinks ΔE and makes it and absolute energy "
+                                            "estimated (see context in the answer)."));
     json_t *s = request(p, "gpu", NULL);
     json_object_set_new(s, "anyOf", json_pack("[{s:[s]}, {s:[s]}]", "required", "params_b", "required", "model"));
     return s;
@@ -140,7 +141,8 @@ static json_t *estimate_response(void)
                "backend", described(t("string"), "Software stack the curve was fitted on (\"\" when pooled)."),
                "pooled_protocols", str_list(), "arch_used", arch_enum(), "proxy",
                nullable(obj("arch", arch_enum(), "precision", t("string"), "reason", t("string"), NULL)), "context",
-               described(nullable(obj("kv_share_fp16", t("number"), "short_delta_pct", t("number"), "short_range95", range95(false), NULL)),
+               described(nullable(obj("kv_share_fp16", t("number"), "short_delta_pct", t("number"), "short_range95", range95(false),
+                                      "short_label", enum_of("measured", "interpolated", "extrapolated", "estimated", NULL), NULL)),
                          "Set when a long ctx rescaled ΔE (the KV cache, fp16 in every format, adds about the same energy to both): "
                          "the fp16 step's KV share beyond the measured context and the data's short-context ΔE; the answer is then "
                          "estimated from the architecture's own data, not a proxy."), "recommendation",

@@ -222,7 +222,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
                             .card = eco_gpu_is_arch_name(v[0].s) ? NULL : v[0].s,
                             .ctx = v[5].present ? ctxlen : 0}; /* unasked, the measured short context */
-    eco_estimate_query_model_bytes(&q, preset);
+    eco_estimate_query_model_bytes(&q, v[2].present ? NULL : preset); /* an explicit size is not the preset's shapes */
     if ((e = eco_estimate_run(svc->set, &q, &est))) return e;
     const eco_curve *c = est.curve;
 
@@ -258,8 +258,9 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
                                                      : json_null());
     /* a long context rescaled the data's ΔE: by how much, and from what (an own curve's figure, not a proxy's) */
     json_object_set_new(r, "context", est.ctx_kv_share > 0
-                                          ? json_pack("{s:o, s:o, s:o}", "kv_share_fp16", num(est.ctx_kv_share), "short_delta_pct",
-                                                      num(est.short_delta_pct), "short_range95", range(est.short_lo_pct, est.short_hi_pct))
+                                          ? json_pack("{s:o, s:o, s:o, s:s}", "kv_share_fp16", num(est.ctx_kv_share), "short_delta_pct",
+                                                      num(est.short_delta_pct), "short_range95", range(est.short_lo_pct, est.short_hi_pct),
+                                                      "short_label", eco_label_name(est.short_label))
                                           : json_null());
     json_object_set_new(r, "recommendation", json_string(eco_recommendation_name(est.recommendation)));
     json_object_set_new(r, "crossover_b", num(est.crossover_b));

@@ -64,6 +64,7 @@ const CASES = [
   ['get', '/v1/replications/999', '', {}, 404],
   ['get', '/v1/estimate', '?gpu=A100&params_b=7&precision=nf4', {}, 200],
   ['get', '/v1/estimate', '?gpu=RTX%204090&model=Mistral-7B-v0.3&precision=int8-mixed&batch=8', {}, 200],
+  ['get', '/v1/estimate', '?gpu=A800&model=Qwen2.5-7B&precision=int8&ctx=32768', {}, 200], // a non-null context
   ['get', '/v1/estimate', '?gpu=RTX%204090&model=no-such-model', {}, 400],
   ['get', '/v1/estimate', '?gpu=T4&params_b=7&precision=int8', {}, 422],
   ['post', '/v1/estimate', '', json({ gpu: 'T4', params_b: 7, precision: 'fp8' }), 422],

@@ -282,6 +282,20 @@ test('recommend_config with a preset model and with an impossible budget', async
   assert.ok(summary(close).includes("Its ΔE range includes 0: the data cannot tell its energy from FP16's"), summary(close));
   assert.ok(!summary(r).includes('range includes 0'), summary(r));
 
+  // a long context rescales the measured ΔE: the summary says the recommended ΔE is an estimate from the
+  // architecture's own short-context figure, never "measured" (its estimate is asked at the optimizer's context)
+  const long = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'RTX 4090', params_b: 7, ctx: 32768, batch: 1 } });
+  assert.equal(long.isError, false, text(long));
+  const rec = long.structuredContent.recommended;
+  assert.ok(rec.precision !== 'fp16' && rec.basis.delta === 'estimated', JSON.stringify(rec));
+  assert.match(summary(long), new RegExp(`The ${rec.precision} ΔE is estimated \\(n=\\d+ trials?\\): an estimate, not a measurement: ada's own ` +
+    `short-context measured figure of [-+][\\d.]+%, rescaled for a KV cache that adds \\d+% to an fp16 step's bytes`), summary(long));
+  assert.ok(!/ΔE is measured/.test(summary(long)), summary(long));
+  const est = await client.callTool({ name: 'estimate_energy', arguments: { gpu: 'RTX 4090', params_b: 7, precision: rec.precision, ctx: 32768 } });
+  assert.ok(Math.abs(est.structuredContent.delta_pct - rec.delta_pct) < 1e-9, `${est.structuredContent.delta_pct} vs ${rec.delta_pct}`);
+  assert.equal(est.structuredContent.context.short_label, 'measured');
+  assert.ok(est.structuredContent.context.kv_share_fp16 > 0.05);
+
   const none = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'RTX 4090', params_b: 70, max_vram_gb: 2 } });
   assert.equal(none.isError, false);
   assert.equal(none.structuredContent.recommended, null);

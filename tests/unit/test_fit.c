@@ -522,7 +522,7 @@ static void test_measured_ranges(void **state)
     assert_int_equal(e.label, ECO_LABEL_MEASURED);
     said = false;
     for (size_t i = 0; i < e.n_notes; i++)
-        said |= strstr(e.notes[i], "Other-5B itself has no measurement on this curve: the answer is the measurement of m5.00") != NULL;
+        said |= strstr(e.notes[i], "the measurement at this size is of m5.00, another model than Other-5B") != NULL;
     assert_true(said);
     free(set);
 }
@@ -682,7 +682,7 @@ static void test_unknown_gpu(void **state)
         {"GeForce RTX 2060 SUPER", "turing"},  {"RTX 2070", "turing"},      {"Quadro RTX 4000", "turing"},
         {"NVIDIA RTX 4000 Ada Generation", "ada"}, {"NVIDIA L20", "ada"},   {"RTX 4060 Ti", "ada"},
         {"NVIDIA GH200 480GB", "hopper"},      {"NVIDIA H200 NVL", "hopper"}, {"NVIDIA GB200", "blackwell"},
-        {"NVIDIA GeForce RTX 5060 Ti", "blackwell"},
+        {"NVIDIA GeForce RTX 5060 Ti", "blackwell"}, {"NVIDIA GeForce RTX 5050", "blackwell"},
     };
     for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) {
         assert_int_equal(eco_arch_from_gpu_name(gens[i].name, &arch), ECO_OK);
@@ -702,6 +702,15 @@ static void test_unknown_gpu(void **state)
         assert_int_equal(eco_gpu_find(own[i].asked, &g, &exact), ECO_OK);
         assert_string_equal(g->name, own[i].card);
         assert_true(exact && g->vram_gb == own[i].vram);
+    }
+    /* a memory size in the name that is not the card's: the closest card, not that card */
+    static const struct { const char *asked; bool exact; } sized[] = {
+        {"RTX 3050 6GB", false}, {"RTX 3060 8GB", false}, {"A800 40GB", false},      {"H100 SXM 94GB", false},
+        {"RTX 3050 8GB", true},  {"H200 SXM 141GB", true}, {"NVIDIA H200 SXM5 141GB", true}, {"A100 PCIe 80GB", true},
+    };
+    for (size_t i = 0; i < sizeof sized / sizeof sized[0]; i++) {
+        assert_int_equal(eco_gpu_find(sized[i].asked, &g, &exact), ECO_OK);
+        if (exact != sized[i].exact) fail_msg("%s: exact %d", sized[i].asked, exact);
     }
     assert_int_equal(eco_gpu_find("NVIDIA RTX 4000 Ada Generation", &g, &exact), ECO_OK); /* not the Quadro RTX 4000 */
     assert_string_equal(g->arch, "ada");

@@ -368,7 +368,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     eco_estimate_query q = {.arch = arch, .precision = prec, .params_b = N, .model = model, .batch = batch,
                             .card = eco_gpu_is_arch_name(g_str[0]) ? NULL : g_str[0],
                             .ctx = isnan(cd) ? 0 : ctxlen}; /* unasked, the measured short context */
-    eco_estimate_query_model_bytes(&q, preset);
+    eco_estimate_query_model_bytes(&q, isnan(pb) ? preset : NULL); /* an explicit size is not the preset's shapes */
     TRYF(eco_estimate_run(&g_set, &q, &g_est));
     const eco_estimate *est = &g_est;
     const eco_curve *c = est->curve;
@@ -409,7 +409,8 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     key("context"); /* as the service: a long context's rescaling of the data's ΔE */
     if (est->ctx_kv_share > 0) {
         obj(); knum("kv_share_fp16", est->ctx_kv_share); knum("short_delta_pct", est->short_delta_pct);
-        krange("short_range95", est->short_lo_pct, est->short_hi_pct); end_obj();
+        krange("short_range95", est->short_lo_pct, est->short_hi_pct); kstr("short_label", eco_label_name(est->short_label));
+        end_obj();
     } else {
         jnull();
     }
