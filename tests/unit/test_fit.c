@@ -151,17 +151,24 @@ static void test_bootstrap_deterministic(void **state)
     free(b);
 }
 
+/* Fits rows with the default options into `into` (a new set when NULL); the caller frees it. */
+static eco_curve_set *fit_rows(const eco_record *rows, size_t n, eco_curve_set *into)
+{
+    eco_curve_set *set = into ? into : malloc(sizeof *set);
+    assert_non_null(set);
+    eco_fit_options o;
+    eco_fit_options_default(&o);
+    assert_int_equal(eco_fit_all(rows, n, &o, set), ECO_OK);
+    return set;
+}
+
 /* A set with an ada nf4 curve over 1-7B (anchor at 3B), an fp16 baseline, and nothing for hopper. */
 static eco_curve_set *make_set(void)
 {
     eco_record rows[5];
     static const double sizes[] = {1, 2, 3, 5, 7};
     for (int i = 0; i < 5; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], 30 - 10 * i, 2, "m");
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 5, &o, set), ECO_OK);
-    return set;
+    return fit_rows(rows, 5, NULL);
 }
 
 static void test_labels_at_boundaries(void **state)
@@ -257,10 +264,7 @@ static void test_provenance_when_request_and_data_differ(void **state)
         snprintf(rows[4 + i].gpu, sizeof rows[4 + i].gpu, "NVIDIA A800-SXM4-80GB");
         snprintf(rows[4 + i].backend, sizeof rows[4 + i].backend, "bitsandbytes 0.43.3");
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 8, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 8, NULL);
     assert_string_equal(eco_curve_set_fp16(set, "hopper")->backend, "eco 0.1.0 cuda");
     assert_string_equal(eco_curve_set_fp16(set, "hopper")->protocol, eco_curve_set_find(set, "hopper", ECO_PREC_NF4)->protocol);
     eco_estimate e;
@@ -448,10 +452,7 @@ static void test_flagged_measurements_are_named(void **state)
     for (int i = 0; i < 6; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], 30 - 5 * i, 3, "m");
     snprintf(rows[3].source, sizeof rows[3].source, "run.energy.json#nf4");
     snprintf(rows[3].flags, sizeof rows[3].flags, "throttled fp16:throttled");
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 6, NULL);
     eco_estimate e;
     eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1};
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
@@ -481,10 +482,7 @@ static void test_measured_ranges(void **state)
         snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
         snprintf(rows[i].model, sizeof rows[i].model, "m%.2f", sizes[i]); /* rows 2 and 3: one model, two sessions */
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 6, NULL);
     const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
     assert_non_null(c);
     eco_estimate e;
@@ -541,10 +539,7 @@ static void test_ranges_rest_on_the_measurements(void **state)
         if (trials[i] > 1) rows[i].e_quant_sd_mj = 0.02 * rows[i].e_quant_mj;
         snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 6, NULL);
     const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_INT8_MIXED);
     assert_non_null(c);
     assert_true(c->resid_sd_pct > 50); /* the zigzag no form follows */
@@ -578,7 +573,7 @@ static void test_ranges_rest_on_the_measurements(void **state)
         rows[i].e_quant_sd_mj = 0.01 * rows[i].e_quant_mj;
         snprintf(rows[i].session, sizeof rows[i].session, "s%d", i);
     }
-    assert_int_equal(eco_fit_all(rows, 4, &o, set), ECO_OK);
+    fit_rows(rows, 4, set);
     c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
     q.precision = ECO_PREC_NF4;
     q.params_b = 7.0;
@@ -614,10 +609,7 @@ static void test_tied_groups_are_said(void **state)
         snprintf(rows[i].backend, sizeof rows[i].backend, "%s", i < 3 ? "stack-b" : "stack-a");
         snprintf(rows[i].source, sizeof rows[i].source, "t:%d", i);
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 6, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 6, NULL);
     const eco_curve *c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
     assert_string_equal(c->backend, "stack-a"); /* the smaller name */
     assert_int_equal(c->n_excluded, 3);
@@ -640,7 +632,7 @@ static void test_tied_groups_are_said(void **state)
     memcpy(more, rows, sizeof rows);
     make_row(&more[6], "ada", ECO_PREC_NF4, 5, 0, 2, "m");
     snprintf(more[6].backend, sizeof more[6].backend, "stack-b");
-    assert_int_equal(eco_fit_all(more, 7, &o, set), ECO_OK);
+    fit_rows(more, 7, set);
     c = eco_curve_set_find(set, "ada", ECO_PREC_NF4);
     assert_string_equal(c->backend, "stack-b");
     for (size_t i = 0; i < c->n_excluded; i++) assert_non_null(strstr(c->excluded[i].reason, "not the largest group"));
@@ -846,10 +838,7 @@ static void test_optimizer_pinned_batch(void **state)
         snprintf(rows[i].gpu, sizeof rows[i].gpu, "A800"); /* the card's own energy: its power limit bounds a step */
         snprintf(rows[5 + i].gpu, sizeof rows[5 + i].gpu, "A800");
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 10, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 10, NULL);
     const eco_gpu_spec *g;
     assert_int_equal(eco_gpu_find("A800", &g, NULL), ECO_OK);
     eco_optimize_result *r = malloc(sizeof *r);
@@ -960,10 +949,7 @@ static void test_optimizer_sure_saving(void **state)
         make_row(&rows[5 + i], "ampere", ECO_PREC_NF4, sizes[i], -20 - 2 * i, 2, "m");
         rows[5 + i].e_quant_sd_mj = 0.005 * rows[5 + i].e_quant_mj;
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 10, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 10, NULL);
     const eco_gpu_spec *g;
     assert_int_equal(eco_gpu_find("A100 80GB", &g, NULL), ECO_OK);
     eco_optimize_result *r = malloc(sizeof *r);
@@ -1037,10 +1023,7 @@ static void test_composed_energy_is_estimated(void **state)
         snprintf(rows[5 + i].backend, sizeof rows[5 + i].backend, "stack-a");
         snprintf(rows[5 + i].gpu, sizeof rows[5 + i].gpu, "A800");
     }
-    eco_curve_set *set = malloc(sizeof *set);
-    eco_fit_options o;
-    eco_fit_options_default(&o);
-    assert_int_equal(eco_fit_all(rows, 8, &o, set), ECO_OK);
+    eco_curve_set *set = fit_rows(rows, 8, NULL);
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, "ampere");
     assert_non_null(fb);
     assert_string_equal(fb->backend, "stack-b");

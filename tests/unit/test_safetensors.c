@@ -270,6 +270,15 @@ static void test_checkpoint_round_trip(void **state)
     }
 }
 
+/* Opening the checkpoint in dir (with config c, or its config.json) fails with code and a message holding msg. */
+static void expect_open_error(const char *dir, const eco_model_config *c, eco_err code, const char *msg)
+{
+    eco_weights *ck = NULL;
+    assert_int_equal(eco_weights_open(dir, c, &ck), code);
+    assert_null(ck);
+    if (!strstr(eco_last_error(), msg)) fail_msg("\"%s\" lacks \"%s\"", eco_last_error(), msg);
+}
+
 static void test_checkpoint_errors(void **state)
 {
     (void)state;
@@ -293,18 +302,14 @@ static void test_checkpoint_errors(void **state)
     /* config disagreeing with the tensors */
     eco_model_config wrong = c;
     wrong.intermediate = 40;
-    assert_int_equal(eco_weights_open(dir, &wrong, &ck), ECO_EFORMAT);
-    assert_non_null(strstr(eco_last_error(), "does not match the config's [40, 32]"));
+    expect_open_error(dir, &wrong, ECO_EFORMAT, "does not match the config's [40, 32]");
     wrong = c;
     wrong.layers = 3;
-    assert_int_equal(eco_weights_open(dir, &wrong, &ck), ECO_ENOTFOUND);
-    assert_non_null(strstr(eco_last_error(), "model.layers.2."));
+    expect_open_error(dir, &wrong, ECO_ENOTFOUND, "model.layers.2.");
     wrong = c;
     wrong.family = ECO_FAMILY_QWEN2;
     wrong.qkv_bias = true;
-    assert_int_equal(eco_weights_open(dir, &wrong, &ck), ECO_ENOTFOUND);
-    assert_non_null(strstr(eco_last_error(), "q_proj.bias"));
-    assert_null(ck);
+    expect_open_error(dir, &wrong, ECO_ENOTFOUND, "q_proj.bias");
     /* an index that puts a tensor in the wrong shard */
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
     FILE *f = fopen(p, "w");
@@ -353,13 +358,11 @@ static void test_checkpoint_unread_tensors(void **state)
     /* one layer fewer in the config than in the checkpoint */
     eco_model_config fewer = c;
     fewer.layers = 1;
-    assert_int_equal(eco_weights_open(dir, &fewer, &ck), ECO_EFORMAT);
-    assert_non_null(strstr(eco_last_error(), "the checkpoint has layer 1, the config's num_hidden_layers is 1"));
+    expect_open_error(dir, &fewer, ECO_EFORMAT, "the checkpoint has layer 1, the config's num_hidden_layers is 1");
     /* Qwen2's q/k/v biases under a Llama config of the same shapes */
     llama.family = ECO_FAMILY_LLAMA;
     llama.qkv_bias = false;
-    assert_int_equal(eco_weights_open(dir, &llama, &ck), ECO_EUNSUPPORTED);
-    assert_non_null(strstr(eco_last_error(), "q_proj.bias\" is not part of the llama layer the config describes (no bias there)"));
+    expect_open_error(dir, &llama, ECO_EUNSUPPORTED, "q_proj.bias\" is not part of the llama layer the config describes (no bias there)");
     /* a second file holding a copy of model.norm.weight, listed in an index with the first */
     eco_safetensors *st;
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
@@ -380,9 +383,7 @@ static void test_checkpoint_unread_tensors(void **state)
     fputs("}}", f);
     fclose(f);
     eco_safetensors_close(st);
-    assert_int_equal(eco_weights_open(dir, NULL, &ck), ECO_EFORMAT);
-    assert_non_null(strstr(eco_last_error(), "\"model.norm.weight\" is in two shards"));
-    assert_null(ck);
+    expect_open_error(dir, NULL, ECO_EFORMAT, "\"model.norm.weight\" is in two shards");
 }
 
 /* Shards hold about equal bytes (the embedding is one of many tensors), and config.json names the files' dtype. */
