@@ -52,6 +52,10 @@ static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"rtx2060", 17},   {"2060", 17},     {"rtx2070", 18},   {"2070", 18},      {"rtxa4000", 19}, {"a4000", 19},
     {"a2", 20},        {"quadrortx4000", 21},
 };
+/* Cards the table does not hold whose closest table card is not their architecture's reference card */
+static const struct { const char *prefix; size_t idx; } closest[] = {
+    {"gh200", 12}, /* Grace Hopper: H200-class HBM (96 GB HBM3 or 144 GB HBM3e), not the H100 SXM */
+};
 static const struct { const char *arch; size_t idx; } arch_ref[] = {
     {"turing", 0}, {"ampere", 4}, {"ada", 6}, {"hopper", 11}, {"blackwell", 13},
 };
@@ -134,6 +138,12 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
             *exact = only_form_and_memory(rest, (*out)->vram_gb) || (version && only_form_and_memory(rest + 1, (*out)->vram_gb));
         return ECO_OK;
     }
+    for (size_t i = 0; i < sizeof closest / sizeof closest[0]; i++)
+        if (!strncmp(n, closest[i].prefix, strlen(closest[i].prefix))) {
+            *out = &gpus[closest[i].idx];
+            if (exact) *exact = false;
+            return ECO_OK;
+        }
     const char *arch;
     if (eco_arch_from_gpu_name(name, &arch) == ECO_OK) {
         for (size_t i = 0; i < sizeof arch_ref / sizeof arch_ref[0]; i++)
@@ -295,7 +305,7 @@ void eco_optimize_note_request(eco_optimize_result *r, const char *gpu_asked, co
               (double)eco_model_param_count(overridden) / 1e9);
     if (!exact) {
         size_t before = r->n_notes;
-        onote(r, "'%s' is not in the hardware table: the %s reference card %s is used (its %.0f GB VRAM, bandwidth and power%s)",
+        onote(r, "'%s' is not in the hardware table: the %s card %s stands in (its %.0f GB VRAM, bandwidth and power%s)",
               gpu_asked, gpu->arch, gpu->name, gpu->vram_gb, vram_given ? "" : "; give max_vram_gb for this card's memory");
         /* first: every feasibility and latency below rests on another card's figures */
         if (r->n_notes == before || before == 0) return;

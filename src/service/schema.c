@@ -154,7 +154,8 @@ static json_t *optimize_request(void)
 {
     json_t *p = json_object();
     json_object_set_new(p, "gpu", described(json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200),
-                                            "A card (see /v1/gpus); an unlisted card of a known architecture uses that architecture's reference card."));
+                                            "A card (see /v1/gpus); an unlisted card of a known architecture uses its closest table card (the architecture's "
+                                            "reference card, or e.g. the H200 for a GH200), and a note says so first."));
     json_object_set_new(p, "params_b", params_b_schema());
     json_object_set_new(p, "model", described(json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 1, "maxLength", 200),
                                               "A model preset: exact weight and KV-cache bytes."));

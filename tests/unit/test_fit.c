@@ -704,6 +704,9 @@ static void test_unknown_gpu(void **state)
         assert_int_equal(eco_gpu_find(sized[i].asked, &g, &exact), ECO_OK);
         if (exact != sized[i].exact) fail_msg("%s: exact %d", sized[i].asked, exact);
     }
+    assert_int_equal(eco_gpu_find("NVIDIA GH200 480GB", &g, &exact), ECO_OK); /* the closest card: H200-class memory */
+    assert_string_equal(g->name, "H200");
+    assert_false(exact);
     assert_int_equal(eco_gpu_find("NVIDIA RTX 4000 Ada Generation", &g, &exact), ECO_OK); /* not the Quadro RTX 4000 */
     assert_string_equal(g->arch, "ada");
     assert_int_equal(eco_gpu_find("RTX 4080", &g, &exact), ECO_OK); /* known arch, card not in the table */

@@ -76,7 +76,7 @@ function renderOpt(o) {
   const best = o.recommended || o.closest_infeasible;
   const parts = [];
   if (!o.recommended) parts.push(el('p', { class: 'error-box' }, 'Nothing meets the budgets; the closest configuration is shown.'));
-  else parts.push(el('p', { id: 'opt-rec' }, 'Recommended on ', el('strong', {}, o.gpu.name), ` (${o.gpu.matched === 'card' ? 'card' : `${o.gpu.arch} reference card`}), objective ${o.input.objective}: `,
+  else parts.push(el('p', { id: 'opt-rec' }, 'Recommended on ', el('strong', {}, o.gpu.name), ` (${o.gpu.matched === 'card' ? 'card' : `${o.gpu.arch} card standing in`}), objective ${o.input.objective}: `,
     el('strong', {}, `${best.precision} at batch ${best.batch}`)));
   parts.push(el('div', { class: 'table-wrap' }, el('table', {},
     el('caption', { class: 'visually-hidden' }, 'recommended and alternative configurations'),
