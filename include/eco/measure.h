@@ -165,6 +165,11 @@ typedef enum { ECO_CARD_ARCH_OK, ECO_CARD_ARCH_UNKNOWN, ECO_CARD_ARCH_NOT_THE_NA
 eco_card_arch_verdict eco_card_arch(const char *name, const char *arch, const char **resolved, const char **named);
 /* Whether params_b is within 1% of the preset's parameter count (the fit's x axis); *want gets that count, B. */
 bool eco_params_match_preset(const eco_model_config *preset, double params_b, double *want);
+/* Whether a document is one of the shipped examples (data/schema/examples): "example": true, or the examples' own
+ * identity (their GPU UUID or host) under another flag: an example with "example": false must not become data. */
+#define ECO_EXAMPLE_GPU_UUID "GPU-00000000-1111-2222-3333-444444444444"
+#define ECO_EXAMPLE_HOSTNAME "example-node-01"
+bool eco_energy_is_example(const json_t *doc);
 /* A document as everything that accepts one checks it: the schema (NULL: skipped), then, if that passes, the
  * consistency checks; every finding in errs. */
 eco_err eco_energy_validate(const eco_schema *schema, const json_t *doc, eco_schema_errors *errs);

@@ -98,8 +98,9 @@ static int import_replication(eco_store *s, const char *path, const char *schema
     json_t *j;
     eco_validation status;
     if (load_document(path, schema_arg, &doc, &len, &j, &status, message, sizeof message)) return 1;
-    if (json_is_true(json_object_get(j, "example"))) {
-        fprintf(stderr, "eco import: %s: an example document (\"example\": true) is not a measurement; nothing stored\n", path);
+    if (eco_energy_is_example(j)) {
+        fprintf(stderr, "eco import: %s: an example document (\"example\": true, or the examples' GPU or host) is not a "
+                        "measurement; nothing stored\n", path);
         json_decref(j);
         free(doc);
         return 1;
@@ -184,8 +185,9 @@ static int import_run(eco_store *s, const char *path, const char *schema_arg)
     int rc = 1;
     if (status != ECO_VALIDATION_VALID) fprintf(stderr, "eco import: %s: a run must validate (%s)\n", path, message);
     else if (!run_id) fprintf(stderr, "eco import: %s: a run needs a run_id\n", path);
-    else if (json_is_true(json_object_get(j, "example")))
-        fprintf(stderr, "eco import: %s: an example document (\"example\": true) is not a measurement; nothing stored\n", path);
+    else if (eco_energy_is_example(j))
+        fprintf(stderr, "eco import: %s: an example document (\"example\": true, or the examples' GPU or host) is not a "
+                        "measurement; nothing stored\n", path);
     else if (eco_energy_records(j, name, &rows, &n)) fprintf(stderr, "eco import: %s\n", eco_last_error());
     else if (n == 0) fprintf(stderr, "eco import: %s: no measured comparison in the run\n", path);
     else if (eco_store_begin(s)) fprintf(stderr, "eco import: %s\n", eco_last_error());

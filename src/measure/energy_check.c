@@ -360,6 +360,14 @@ static bool check_comparisons(const json_t *doc, eco_schema_errors *errs)
     return ok;
 }
 
+bool eco_energy_is_example(const json_t *doc)
+{
+    const json_t *env = json_object_get(doc, "environment");
+    const char *uuid = str(json_object_get(env, "gpu"), "uuid"), *host = str(json_object_get(env, "host"), "hostname");
+    return json_is_true(json_object_get(doc, "example")) || (uuid && !strcmp(uuid, ECO_EXAMPLE_GPU_UUID)) ||
+           (host && !strcmp(host, ECO_EXAMPLE_HOSTNAME));
+}
+
 eco_err eco_energy_validate(const eco_schema *schema, const json_t *doc, eco_schema_errors *errs)
 {
     eco_err e = schema ? eco_schema_validate(schema, doc, errs) : ECO_OK;

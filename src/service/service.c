@@ -520,10 +520,11 @@ eco_err eco_service_submit_replication(eco_service *svc, const char *doc, size_t
         json_array_append_new(errors, json_pack("{s:s, s:s, s:s}", "instance_path", errs.items[i].instance_path, "keyword",
                                                 errs.items[i].keyword, "message", errs.items[i].message));
     eco_schema_errors_free(&errs);
-    if (valid && json_is_true(json_object_get(j, "example"))) {
+    if (valid && eco_energy_is_example(j)) {
         valid = false;
         json_array_append_new(errors, json_pack("{s:s, s:s, s:s}", "instance_path", "/example", "keyword", "const", "message",
-                                                "an example document (example: true) is never stored as data"));
+                                                "an example document (example: true, or the shipped examples' GPU UUID or "
+                                                "host) is never stored as data"));
     }
     char sha[65];
     eco_sha256_hex(doc, len, sha);

@@ -147,8 +147,15 @@ set +e
 "$ECO_BIN" import --db "$T/eco.db" "$EX/energy.example.valid.json" > /dev/null 2> "$T/ex.err"; [ $? -eq 1 ] || fail "example replication should exit 1"
 grep -q 'example document' "$T/ex.err" || fail "example refusal: $(cat "$T/ex.err")"
 "$ECO_BIN" import --db "$T/eco.db" --run "$EX/energy.example.valid.json" > /dev/null 2>&1; [ $? -eq 1 ] || fail "example run should exit 1"
-set -e
+# its flag dropped, the example is still the example (its GPU UUID and host): refused both ways
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); json.dump(d, open(sys.argv[2], "w"))' \
+  "$EX/energy.example.valid.json" "$T/unflagged.energy.json"
+"$ECO_BIN" import --db "$T/eco.db" "$T/unflagged.energy.json" > /dev/null 2> "$T/ex.err"; [ $? -eq 1 ] || fail "unflagged example replication should exit 1"
+grep -q "the examples' GPU or host" "$T/ex.err" || fail "unflagged example refusal: $(cat "$T/ex.err")"
+"$ECO_BIN" import --db "$T/eco.db" --run "$T/unflagged.energy.json" > /dev/null 2>&1; [ $? -eq 1 ] || fail "unflagged example run should exit 1"
+set -e
+# a document of the example's figures from another host and card stands for a replication in what follows
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("example"); d["environment"]["gpu"]["uuid"]="GPU-5a1e0000-0000-4000-8000-000000000001"; d["environment"]["host"]["hostname"]="lab-node-07"; json.dump(d, open(sys.argv[2], "w"))' \
   "$EX/energy.example.valid.json" "$T/rep.energy.json"
 "$ECO_BIN" import --db "$T/eco.db" "$T/rep.energy.json" > "$T/rep1" || fail "valid replication exited $?"
 grep -q '^replication #1 stored: valid' "$T/rep1" || fail "valid replication: $(cat "$T/rep1")"
