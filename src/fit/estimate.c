@@ -361,6 +361,8 @@ static const eco_curve *sibling_curve(const eco_curve_set *set, const char *arch
  * the scatter between sessions (min..max covers it where the answer has several). */
 typedef struct {
     double mean, mn, mx, half, cv_pct, trial_sd, between;
+    double tied_lo, tied_hi; /* a tied group's ΔE at these sizes (INFINITY, -INFINITY: none) */
+    double lo, hi;           /* the answer's range: min..max of both groups, each way by half */
     int trials, single, with_sd;
 } measured_spread;
 
@@ -391,13 +393,29 @@ static measured_spread spread_of(const eco_curve *c, const size_t *idx, size_t h
     /* where no trial SD is known the scatter (or the residual SD) already stands in for it */
     if (hits == 1 && se_known) m.between = scatter;
     m.half = isfinite(m.between) ? sqrt(pow(t * se, 2) + pow(1.96 * m.between, 2)) : t * se;
+    /* a group as large as the curve's (another session or stack, left out by name alone) measured these sizes too:
+     * the answer rests on one of two equal groups, and its range covers the other's measurements */
+    m.tied_lo = INFINITY, m.tied_hi = -INFINITY;
+    for (size_t x = 0; x < c->n_excluded; x++) {
+        const eco_excluded *ex = &c->excluded[x];
+        if (!strstr(ex->reason, ECO_FIT_TIED_REASON) || !isfinite(ex->delta_pct)) continue;
+        for (size_t k = 0; k < hits; k++)
+            if (fabs(c->anchors[idx[k]].params_b - ex->params_b) <= SIZE_TOL * ex->params_b) {
+                m.tied_lo = fmin(m.tied_lo, ex->delta_pct);
+                m.tied_hi = fmax(m.tied_hi, ex->delta_pct);
+                break;
+            }
+    }
+    m.lo = fmin(m.mn, m.tied_lo) - m.half;
+    m.hi = fmax(m.mx, m.tied_hi) + m.half;
     return m;
 }
 
-/* The half-width a measured answer has at the anchors nearest N in log size (interpolated between the two that
- * bracket it, the edge's beyond them): a fitted or extrapolated range is never narrower than the measurements it
- * rests on (a curve through 2-trial anchors had answered 9B more tightly than 7B, where it was measured). */
-static double measured_half_near(const eco_curve *c, double N, double sig_curve)
+/* How far a measured answer reaches below and above its value at the anchor sizes nearest N in log size
+ * (interpolated between the two that bracket N, the edge's beyond them): a fitted or extrapolated range is never
+ * narrower, either way, than the measurements it rests on (a curve through 2-trial anchors had answered 9B more
+ * tightly than 7B, where it was measured; a tied group's measurement reaches one way only). False without anchors. */
+static bool measured_reach_near(const eco_curve *c, double N, double sig_curve, double *down, double *up)
 {
     double below = 0, above = INFINITY;
     for (size_t i = 0; i < c->n_anchors; i++) {
@@ -405,19 +423,23 @@ static double measured_half_near(const eco_curve *c, double N, double sig_curve)
         if (x <= N && x > below) below = x;
         if (x >= N && x < above) above = x;
     }
-    double halves[2] = {NAN, NAN}, at[2] = {below, above};
+    double dn[2] = {NAN, NAN}, upr[2] = {NAN, NAN}, at[2] = {below, above};
     for (int k = 0; k < 2; k++) {
         if (!(at[k] > 0) || !isfinite(at[k])) continue;
         size_t idx[ECO_FIT_MAX_ANCHORS], n = 0;
         for (size_t i = 0; i < c->n_anchors; i++)
             if (fabs(c->anchors[i].params_b - at[k]) <= SIZE_TOL * at[k]) idx[n++] = i;
         measured_spread m = spread_of(c, idx, n, sig_curve);
-        halves[k] = m.half + (m.mx - m.mn) / 2;
+        dn[k] = m.mean - m.lo;
+        upr[k] = m.hi - m.mean;
     }
-    if (!isfinite(halves[0])) return halves[1];
-    if (!isfinite(halves[1]) || above <= below) return halves[0];
+    if (!isfinite(dn[0]) && !isfinite(dn[1])) return false;
+    if (!isfinite(dn[0]) || (isfinite(dn[1]) && above <= below)) { *down = dn[1]; *up = upr[1]; return true; }
+    if (!isfinite(dn[1])) { *down = dn[0]; *up = upr[0]; return true; }
     double w = log(N / below) / log(above / below);
-    return halves[0] + w * (halves[1] - halves[0]);
+    *down = dn[0] + w * (dn[1] - dn[0]);
+    *up = upr[0] + w * (upr[1] - upr[0]);
+    return true;
 }
 
 eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, eco_estimate *e)
@@ -511,7 +533,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
              named_shifted->model, named_shifted->params_b, N);
     if (hits) {
         measured_spread m = spread_of(c, e->anchor_idx, hits, sig_curve);
-        double mn = m.mn, mx = m.mx, half = m.half, between = m.between;
+        double mn = m.mn, mx = m.mx, between = m.between;
         int single = m.single;
         e->label = ECO_LABEL_MEASURED;
         e->delta_pct = m.mean;
@@ -521,24 +543,10 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         if (m.with_sd > 0 && (size_t)m.with_sd < hits)
             note(e, "%zu of %zu measurement(s) give no trial SD: they take the %.1f-point SD of the others' trials",
                  hits - (size_t)m.with_sd, hits, m.trial_sd);
-        e->lo_pct = mn - half;
-        e->hi_pct = mx + half;
-        /* a group as large as the curve's (another session or stack, left out by name alone) measured these sizes too:
-         * the answer rests on one of two equal groups, and its range covers the other's measurements */
-        double tlo = INFINITY, thi = -INFINITY;
-        for (size_t x = 0; x < c->n_excluded; x++) {
-            const eco_excluded *ex = &c->excluded[x];
-            if (!strstr(ex->reason, ECO_FIT_TIED_REASON) || !isfinite(ex->delta_pct)) continue;
-            for (size_t k = 0; k < hits; k++)
-                if (fabs(c->anchors[e->anchor_idx[k]].params_b - ex->params_b) <= SIZE_TOL * ex->params_b) {
-                    tlo = fmin(tlo, ex->delta_pct);
-                    thi = fmax(thi, ex->delta_pct);
-                    break;
-                }
-        }
+        e->lo_pct = m.lo;
+        e->hi_pct = m.hi;
+        double tlo = m.tied_lo, thi = m.tied_hi;
         if (isfinite(tlo)) {
-            e->lo_pct = fmin(e->lo_pct, tlo - half);
-            e->hi_pct = fmax(e->hi_pct, thi + half);
             if (thi > tlo)
                 note(e, "the group tied with this curve's (another session or stack, left out by name alone) measured %+.1f to "
                         "%+.1f%% here: the range covers it", tlo, thi);
@@ -593,12 +601,12 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
             e->lo_pct = e->delta_pct - sqrt(hl * hl + 1.96 * 1.96 * extra);
             e->hi_pct = e->delta_pct + sqrt(hh * hh + 1.96 * 1.96 * extra);
         }
-        double floor_half = measured_half_near(c, N, sig_curve);
-        if (isfinite(floor_half) && (e->delta_pct - e->lo_pct < floor_half || e->hi_pct - e->delta_pct < floor_half)) {
-            if (e->delta_pct - e->lo_pct < floor_half) e->lo_pct = e->delta_pct - floor_half;
-            if (e->hi_pct - e->delta_pct < floor_half) e->hi_pct = e->delta_pct + floor_half;
-            note(e, "the range is widened to the nearest measurements' own (%.1f points either way): a curve is not surer "
-                    "than the data it passes through", floor_half);
+        double down, up;
+        if (measured_reach_near(c, N, sig_curve, &down, &up) && (e->delta_pct - e->lo_pct < down || e->hi_pct - e->delta_pct < up)) {
+            if (e->delta_pct - e->lo_pct < down) e->lo_pct = e->delta_pct - down;
+            if (e->hi_pct - e->delta_pct < up) e->hi_pct = e->delta_pct + up;
+            note(e, "the range is widened to the nearest measurements' own reach (%.1f points down, %.1f up): a curve is not "
+                    "surer than the data it passes through", down, up);
         }
     }
     if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;
