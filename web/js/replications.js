@@ -46,6 +46,10 @@ function verdictFor(c, doc) {
     // the estimator's 95% range at this size is what the site predicts for a new measurement (it includes the
     // residual scatter, extrapolation and proxy terms), so "inside" means "as predicted"
     const est = eco.estimate(q);
+    // ΔE is mostly the kernels' (data/h200): a run of EcoCompute's engine is not judged against a curve of
+    // bitsandbytes' on its architecture, nor the reverse (an L4 run against the RTX 4090's bitsandbytes curve)
+    const ecoRun = (doc.software || {}).engine_backend === 'cuda', ecoCurve = /^eco /.test(est.backend || '');
+    if (ecoRun !== ecoCurve) return { est, otherStack: true };
     const [lo, hi] = est.range95;
     const inside = c.delta_pct >= lo && c.delta_pct <= hi;
     return { est, lo, hi, inside, by: inside ? 0 : c.delta_pct < lo ? lo - c.delta_pct : c.delta_pct - hi };
@@ -105,7 +109,10 @@ function show(doc, text) {
     const v = verdictFor(c, doc);
     let verdict;
     if (v.error) verdict = el('span', { class: 'flat' }, `no curve to compare with: ${v.error}`);
-    else {
+    else if (v.otherStack) {
+      verdict = el('span', { class: 'flat', 'data-verdict': 'other-stack' },
+        `not compared: the ${v.est.arch_used} curve is another software stack's (${v.est.backend || 'unrecorded'}), and ΔE is mostly the kernels'`);
+    } else {
       verdict = el('span', { class: `verdict ${v.inside ? 'save' : 'cost'}`, 'data-verdict': v.inside ? 'inside' : 'outside' },
         v.inside ? 'inside the 95% range: consistent with the curve' : `outside the 95% range by ${v.by.toFixed(1)} points`);
       if (!first) first = { c, v };
@@ -115,7 +122,8 @@ function show(doc, text) {
       el('td', {}, c.precision),
       el('td', { class: `num ${signClass(c.delta_pct)}` }, fmtPct(c.delta_pct, 2), ' ', badge(c.basis), c.n_pairs ? ` n=${c.n_pairs} pairs` : ''),
       el('td', { class: 'num' }, c.ci95_pct ? `${fmtPct(c.ci95_pct[0])} to ${fmtPct(c.ci95_pct[1])}` : '—'),
-      el('td', {}, v.error ? '—' : [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` range ${fmtPct(v.lo)} to ${fmtPct(v.hi)} (${v.est.arch_used} curve)`]),
+      el('td', {}, v.error ? '—' : v.otherStack ? [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` (${v.est.arch_used} curve, another stack)`]
+        : [`${fmtPct(v.est.delta_pct)} `, badge(v.est.label), ` range ${fmtPct(v.lo)} to ${fmtPct(v.hi)} (${v.est.arch_used} curve)`]),
       el('td', {}, verdict)));
   }
   $('points').replaceChildren(el('h2', {}, 'Against the fitted curves'),
