@@ -679,7 +679,11 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
     if (fb && eco_fp16_energy_on(fb, N, q->card, q->batch, &e->e_fp16) == ECO_OK) {
         e->has_energy = true;
-        if (!eco_fp16_baseline_has_card(fb, N, q->card)) {
+        if (!q->card) { /* asked for an architecture: the answer is its measured card's, which the label alone hides */
+            const eco_fp16_point *at = point_at(fb, N);
+            note(e, "fp16 energy per token as measured on %s: asked for the %s architecture, another card of it differs in "
+                    "power limit and memory (name the card for its own figure)", at ? at->gpus : fb->points[0].gpus, q->arch);
+        } else if (!eco_fp16_baseline_has_card(fb, N, q->card)) {
             const eco_fp16_point *at = point_at(fb, N);
             const char *gpus = at ? at->gpus : fb->points[0].gpus;
             note(e, "fp16 energy per token measured on %s, not on the %s: carried over within %s and labelled estimated "

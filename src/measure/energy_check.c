@@ -30,6 +30,8 @@
 #define POWER_LIMIT_SLACK 1.15
 /* a preset's parameter count against weights.params_b: the fit's x axis */
 #define PARAMS_SLACK 0.01
+/* fp16 weights (2 bytes a parameter) within the card's memory, with room for a GB/GiB mix-up */
+#define MEMORY_SLACK 1.1
 /* tokens_per_s is the mean of its windows' tokens over decode seconds: within their range (0.5% for rounding) */
 #define SPEED_SLACK 0.005
 
@@ -126,7 +128,11 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         double sum = 0;
         for (size_t k = 0; k < ns; k++)
             if (json_is_number(json_array_get(samples, k))) sum += json_number_value(json_array_get(samples, k)), numeric++;
-        if (ns && numeric == ns && number(r, "n", &n) && (double)ns != n) {
+        if (!ns && has_gross && number(r, "n", &n) && n > 1) {
+            /* trials weigh the fit: a count no sample backs cannot be checked (n 1000 had taken over a curve) */
+            snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
+            ADD(at, "n %g without its samples: give samples_mj_per_token, one a trial", n);
+        } else if (ns && numeric == ns && number(r, "n", &n) && (double)ns != n) {
             snprintf(at, sizeof at, "/results/%zu/n", i);
             ADD(at, "n %g with %zu samples", n, ns);
         } else if (ns && numeric == ns && has_gross && !(fabs(sum / (double)ns - gross) <= SAMPLES_SLACK * gross + 0.01)) {
@@ -248,19 +254,50 @@ static bool check_card(const json_t *doc, eco_schema_errors *errs)
     return ok;
 }
 
+/* A meter called "measured" passed its self-test (docs/SCHEMA.md): its checks did not fail, and it dropped no more
+ * samples than it took. */
+static bool check_meter(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    const json_t *m = json_object_get(doc, "meter"), *st = json_object_get(m, "self_test");
+    const char *basis = str(m, "basis");
+    if (!basis || strcmp(basis, "measured")) return ok;
+    static const char *const checks[] = {"idle_check_passed", "cadence_check_passed"};
+    char at[96];
+    for (size_t k = 0; k < 2; k++)
+        if (json_is_false(json_object_get(st, checks[k]))) {
+            snprintf(at, sizeof at, "/meter/self_test/%s", checks[k]);
+            ADD(at, "the self-test's %s failed, and the meter's basis says \"measured\" (a failed self-test is \"failed\")", checks[k]);
+        }
+    double taken, dropped;
+    if (number(m, "sampler_samples", &taken) && number(m, "dropped_samples", &dropped) && dropped > taken)
+        ADD("/meter/dropped_samples", "%g samples dropped of %g taken", dropped, taken);
+    return ok;
+}
+
 /* The run as a whole: blocks done against blocks asked for, and a preset's size against the size recorded. */
 static bool check_run(const json_t *doc, eco_schema_errors *errs)
 {
     bool ok = check_card(doc, errs);
+    ok &= check_meter(doc, errs);
     const json_t *proto = json_object_get(doc, "protocol"), *w = json_object_get(doc, "weights");
     double blocks, iterations, params;
     if (number(proto, "blocks", &blocks) && number(proto, "iterations", &iterations) && blocks > iterations)
         ADD("/protocol/blocks", "%g blocks done of the %g asked for", blocks, iterations);
+    /* the preset named, else the model's own id where it is a preset's (an HF checkpoint run names no preset) */
     const char *preset = str(w, "preset");
     const eco_model_config *c = preset ? eco_preset_find(preset) : NULL;
+    if (!preset && str(w, "model") && (c = eco_preset_find(str(w, "model")))) preset = str(w, "model");
     double want;
     if (c && number(w, "params_b", &params) && !eco_params_match_preset(c, params, &want))
         ADD("/weights/params_b", "%g billion, but preset %s has %.6g billion", params, preset, want);
+    /* fp16 weights were measured on this card: they fit its memory (a size in millions had passed for billions) */
+    double mem;
+    const json_t *g = json_object_get(json_object_get(doc, "environment"), "gpu");
+    if (number(w, "params_b", &params) && number(g, "memory_total_gb", &mem) && mem > 0 && result_of(doc, "fp16", NULL) &&
+        params * 2 > mem * MEMORY_SLACK)
+        ADD("/weights/params_b", "%g billion parameters in fp16 are %.4g GB, and the card has %g GB: the fp16 result could not "
+            "have run on it (a size in millions?)", params, params * 2, mem);
     /* no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
      * the protocol does not record, would otherwise set the optimizer's latencies) */
     const eco_gpu_spec *card = eco_gpu_exact(str(json_object_get(json_object_get(doc, "environment"), "gpu"), "name"));

@@ -109,6 +109,13 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     speed_not_windows: mutate((d) => { d.results[1].tokens_per_s *= 1.3; }),
     too_fast_for_card: mutate((d) => { d.environment.gpu.name = 'NVIDIA L4'; d.environment.gpu.arch = 'ada'; }),
     ok_fast_unknown_card: mutate((d) => { d.environment.gpu.name = 'NVIDIA FooBar 9000'; }),
+    // an HF checkpoint run names no preset: its model id stands for one; a size in millions is caught twice
+    ok_checkpoint: mutate((d) => { delete d.weights.preset; delete d.weights.synthetic_seed; d.weights.source = 'checkpoint'; d.weights.checkpoint_sha256 = 'a'.repeat(64); }),
+    params_millions: mutate((d) => { delete d.weights.preset; delete d.weights.synthetic_seed; d.weights.source = 'checkpoint'; d.weights.checkpoint_sha256 = 'a'.repeat(64); d.weights.params_b *= 1000; }),
+    // trials without samples; a meter called measured whose self-test failed or that dropped more than it took
+    no_samples: mutate((d) => { delete d.results[0].samples_mj_per_token; }),
+    selftest_failed: mutate((d) => { d.meter.self_test.idle_check_passed = false; }),
+    dropped: mutate((d) => { d.meter.dropped_samples = d.meter.sampler_samples + 1; }),
   };
   // the page reads the presets' sizes from eco.wasm; here from `eco model info`, which prints the exact count
   const info = execFileSync(process.env.ECO_BIN, ['model', 'info', base.weights.preset]).toString();

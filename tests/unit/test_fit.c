@@ -514,6 +514,10 @@ static void test_measured_ranges(void **state)
     assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
     assert_near(e.e_fp16.hi_mj / e.e_fp16.value_mj, 1.10, 1e-12);
     assert_near(e.e_fp16.lo_mj / e.e_fp16.value_mj, 0.90, 1e-12);
+    /* asked for the architecture, the fp16 energy is its measured card's, and a note says which */
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "fp16 energy per token as measured on synthetic: asked for the ada architecture") != NULL;
+    assert_true(said);
     /* a model asked by name that this curve never measured: the size's measurement answers, and says whose it is */
     q.model = "Other-5B";
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);

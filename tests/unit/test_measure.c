@@ -371,7 +371,7 @@ static void test_energy_figures_checked_against_each_other(void **state)
     json_object_set_new(json_object_get(d, "protocol"), "iterations", json_integer(2));
     one_finding(path, d, "/protocol/blocks");
     d = json_deep_copy(orig);
-    json_object_set_new(json_object_get(d, "weights"), "params_b", json_real(500.0));
+    json_object_set_new(json_object_get(d, "weights"), "params_b", json_real(5.0));
     one_finding(path, d, "/weights/params_b");
     /* the same precision measured twice */
     d = json_deep_copy(orig);

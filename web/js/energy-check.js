@@ -9,6 +9,7 @@ const SAMPLES_SLACK = 0.005; // the per-window samples average to the gross figu
 const POWER_FACTOR = 1.5; // mean power against energy x speed
 const SPREAD_SLACK = 0.01; // SD and CV against the samples' own (n - 1): 1% and 0.01 of the unit
 const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_b
+const MEMORY_SLACK = 1.1; // fp16 weights (2 bytes a parameter) within the card's memory, room for a GB/GiB mix-up
 const POWER_LIMIT_SLACK = 1.15; // a window's mean power over the card's power limit (the limit caps the average)
 const SPEED_SLACK = 0.005; // tokens_per_s within its windows' speeds (the mean of tokens over decode_s), for rounding
 
@@ -64,7 +65,10 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
       add(`/results/${i}/mj_per_token_net`, `net ${net} mJ is more than gross ${gross} mJ (net is gross less the idle draw)`);
     const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];
-    if (samples.length && samples.every((x) => num(x) !== undefined)) {
+    if (!samples.length && gross !== undefined && num(r.n) !== undefined && r.n > 1)
+      // trials weigh the fit: a count no sample backs cannot be checked
+      add(`/results/${i}/samples_mj_per_token`, `n ${r.n} without its samples: give samples_mj_per_token, one a trial`);
+    else if (samples.length && samples.every((x) => num(x) !== undefined)) {
       const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
       if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, `n ${r.n} with ${samples.length} samples`);
       else if (gross !== undefined && !(Math.abs(mean - gross) <= SAMPLES_SLACK * gross + 0.01))
@@ -174,18 +178,34 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   const proto = doc.protocol || {}, w = doc.weights || {};
   if (num(proto.blocks) !== undefined && num(proto.iterations) !== undefined && proto.blocks > proto.iterations)
     add('/protocol/blocks', `${proto.blocks} blocks done of the ${proto.iterations} asked for`);
-  const want = typeof w.preset === 'string' ? presets[w.preset.toLowerCase()] : undefined;
+  // the preset named, else the model's own id where it is a preset's (an HF checkpoint run names no preset)
+  const presetName = typeof w.preset === 'string' ? w.preset
+    : typeof w.model === 'string' && presets[w.model.toLowerCase()] !== undefined ? w.model : undefined;
+  const want = presetName !== undefined ? presets[presetName.toLowerCase()] : undefined;
   if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
-    add('/weights/params_b', `${w.params_b} billion, but preset ${w.preset} has ${want} billion`);
+    add('/weights/params_b', `${w.params_b} billion, but preset ${presetName} has ${want} billion`);
+  // fp16 weights were measured on this card: they fit its memory (a size in millions had passed for billions)
+  const gpu = (doc.environment && doc.environment.gpu) || {}, mem = num(gpu.memory_total_gb), params = num(w.params_b);
+  if (params !== undefined && mem !== undefined && mem > 0 && resultIndex('fp16') >= 0 && params * 2 > mem * MEMORY_SLACK)
+    add('/weights/params_b', `${params} billion parameters in fp16 are ${params * 2} GB, and the card has ${mem} GB: the fp16 ` +
+      'result could not have run on it (a size in millions?)');
+  // a meter called "measured" passed its self-test: its checks did not fail, and it dropped no more than it took
+  const meter = doc.meter || {}, st = meter.self_test || {};
+  if (meter.basis === 'measured') {
+    for (const k of ['idle_check_passed', 'cadence_check_passed'])
+      if (st[k] === false) add(`/meter/self_test/${k}`, `the self-test's ${k} failed, and the meter's basis says "measured" (a failed self-test is "failed")`);
+    if (num(meter.sampler_samples) !== undefined && num(meter.dropped_samples) !== undefined && meter.dropped_samples > meter.sampler_samples)
+      add('/meter/dropped_samples', `${meter.dropped_samples} samples dropped of ${meter.sampler_samples} taken`);
+  }
   // no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
   // the protocol does not record)
   const card = doc.environment && doc.environment.gpu && doc.environment.gpu.name;
   const batch = num(proto.batch) ?? 1;
-  if (tokensCeiling && typeof card === 'string' && typeof w.preset === 'string')
+  if (tokensCeiling && typeof card === 'string' && presetName !== undefined)
     results.forEach((r, i) => {
       const tps = num(r && r.tokens_per_s);
       if (tps === undefined || typeof r.precision !== 'string') return;
-      const b = tokensCeiling(card, w.preset, r.precision, batch >= 1 && batch <= 1e6 ? Math.trunc(batch) : 0);
+      const b = tokensCeiling(card, presetName, r.precision, batch >= 1 && batch <= 1e6 ? Math.trunc(batch) : 0);
       if (b && b.ceiling !== null && tps > b.ceiling)
         add(`/results/${i}/tokens_per_s`, `${tps} tokens/s is over what the ${b.card} can stream: ${b.model} in ${r.precision} reads ` +
           `${Number(b.gb_per_token.toPrecision(3))} GB a token, at most ${b.ceiling.toFixed(0)} tokens/s at batch ${batch}`); // %.3g, %.0f
