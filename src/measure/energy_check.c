@@ -128,7 +128,7 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         double sum = 0;
         for (size_t k = 0; k < ns; k++)
             if (json_is_number(json_array_get(samples, k))) sum += json_number_value(json_array_get(samples, k)), numeric++;
-        if (!ns && has_gross && number(r, "n", &n) && n > 1) {
+        if (!ns && has_gross && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && number(r, "n", &n) && n > 1) {
             /* trials weigh the fit: a count no sample backs cannot be checked (n 1000 had taken over a curve) */
             snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
             ADD(at, "n %g without its samples: give samples_mj_per_token, one a trial", n);

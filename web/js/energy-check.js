@@ -65,7 +65,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
       add(`/results/${i}/mj_per_token_net`, `net ${net} mJ is more than gross ${gross} mJ (net is gross less the idle draw)`);
     const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];
-    if (!samples.length && gross !== undefined && num(r.n) !== undefined && r.n > 1)
+    if (!samples.length && gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && num(r.n) !== undefined && r.n > 1)
       // trials weigh the fit: a count no sample backs cannot be checked
       add(`/results/${i}/samples_mj_per_token`, `n ${r.n} without its samples: give samples_mj_per_token, one a trial`);
     else if (samples.length && samples.every((x) => num(x) !== undefined)) {
