@@ -77,7 +77,9 @@ function renderOpt(o) {
   const parts = [];
   if (!o.recommended) parts.push(el('p', { class: 'error-box' }, 'Nothing meets the budgets; the closest configuration is shown.'));
   else parts.push(el('p', { id: 'opt-rec' }, 'Recommended on ', el('strong', {}, o.gpu.name), ` (${o.gpu.matched === 'card' ? 'card' : `${o.gpu.arch} card standing in`}), objective ${o.input.objective}: `,
-    el('strong', {}, `${best.precision} at batch ${best.batch}`)));
+    el('strong', {}, `${best.precision} at batch ${best.batch}`),
+    // the form's Batch is the estimate's; the optimizer chooses the batch too (the API's batch pins it)
+    `. The optimizer weighs batch 1–64 (the Batch field above sets the estimate only; GET /v1/optimize?batch=… pins it).`));
   parts.push(el('div', { class: 'table-wrap' }, el('table', {},
     el('caption', { class: 'visually-hidden' }, 'recommended and alternative configurations'),
     el('thead', {}, el('tr', {}, ...['', 'precision', 'batch', o.energy_absolute ? 'mJ/token' : 'energy', 'ΔE (batch 1)', 'VRAM GB', 'ms/step'].map((h) => el('th', { scope: 'col' }, h)))),
