@@ -161,7 +161,10 @@ eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs)
 /* The architecture class a card's runs are filed under: its stated arch, a known class and, where the name is a
  * card the curves know, that card's; with none stated, the name's. The consistency check and the dataset rows
  * apply the one rule. *resolved is the class (NULL unless OK), *named the name's class (NULL when unknown). */
-typedef enum { ECO_CARD_ARCH_OK, ECO_CARD_ARCH_UNKNOWN, ECO_CARD_ARCH_NOT_THE_NAMES, ECO_CARD_ARCH_NONE } eco_card_arch_verdict;
+typedef enum {
+    ECO_CARD_ARCH_OK, ECO_CARD_ARCH_UNKNOWN, ECO_CARD_ARCH_NOT_THE_NAMES, ECO_CARD_ARCH_NONE,
+    ECO_CARD_ARCH_OUTSIDE /* a card of no class (eco_gpu_name_outside_classes): *named says what it is */
+} eco_card_arch_verdict;
 eco_card_arch_verdict eco_card_arch(const char *name, const char *arch, const char **resolved, const char **named);
 /* Whether params_b is within 1% of the preset's parameter count (the fit's x axis); *want gets that count, B. */
 bool eco_params_match_preset(const eco_model_config *preset, double params_b, double *want);

@@ -72,6 +72,11 @@ eco_err eco_record_check(const eco_record *r);
 /* GPU architecture classes and card-name mapping ("NVIDIA H200" -> hopper, "RTX 4090D" -> ada, "A800" -> ampere).
  * ECO_ENOTFOUND with a message listing the classes when the card is not recognised. */
 eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out);
+/* A card no class of the curves holds, named as such: another vendor's (AMD Instinct or Radeon, Intel) or an NVIDIA
+ * generation before Turing (Volta V100, Pascal P100/P40, Kepler K80). NULL for any other name: one the curves know
+ * or a new card, which may state its class. A document from such a card would otherwise be filed under the class it
+ * claims (an MI300X as hopper). */
+const char *eco_gpu_name_outside_classes(const char *gpu);
 /* Whether a normalised GPU name continues here with a memory size ("80gb" in "h10080gbhbm3", as nvidia-smi
  * prints "NVIDIA H100 80GB HBM3"), not with more digits of another model number. */
 bool eco_gpu_name_memory_at(const char *s);

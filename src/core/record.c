@@ -69,6 +69,26 @@ bool eco_gpu_name_memory_at(const char *s)
     return d > 0 && d <= 3 && s[d] == 'g' && s[d + 1] == 'b';
 }
 
+const char *eco_gpu_name_outside_classes(const char *gpu)
+{
+    static const struct { const char *pattern, *what; } outside[] = {
+        {"amd", "an AMD GPU"},      {"radeon", "an AMD GPU"},   {"instinct", "an AMD GPU"}, {"intel", "an Intel GPU"},
+        {"gaudi", "an Intel accelerator"}, {"v100", "a Volta GPU"}, {"titanv", "a Volta GPU"}, {"p100", "a Pascal GPU"},
+        {"p40", "a Pascal GPU"},   {"p4", "a Pascal GPU"},     {"k80", "a Kepler GPU"},
+    };
+    char n[128];
+    if (!gpu || !*gpu) return NULL;
+    normalise(gpu, n, sizeof n);
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+        const char *hit = strstr(n, outside[i].pattern);
+        size_t len = strlen(outside[i].pattern);
+        /* "p4" is not "p40"'s start nor a memory digit run's: the same digit rule as the classes' patterns */
+        if (hit && !(isdigit((unsigned char)outside[i].pattern[len - 1]) && isdigit((unsigned char)hit[len]) && !eco_gpu_name_memory_at(hit + len)))
+            return outside[i].what;
+    }
+    return NULL;
+}
+
 eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
 {
     /* Ordered: more specific patterns first ("rtxa6000" is ampere, "rtx6000ada" is ada, "rtxpro6000" blackwell). */

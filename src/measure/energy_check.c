@@ -198,6 +198,11 @@ eco_card_arch_verdict eco_card_arch(const char *name, const char *arch, const ch
     *resolved = *named = NULL;
     if (name && eco_arch_from_gpu_name(name, named)) *named = NULL;
     eco_clear_error();
+    const char *outside = *named ? NULL : eco_gpu_name_outside_classes(name);
+    if (outside) {
+        *named = outside;
+        return ECO_CARD_ARCH_OUTSIDE;
+    }
     if (arch && !eco_arch_is_known(arch)) return ECO_CARD_ARCH_UNKNOWN;
     if (arch && *named && strcmp(arch, *named)) return ECO_CARD_ARCH_NOT_THE_NAMES;
     if (!arch && !*named) return ECO_CARD_ARCH_NONE;
@@ -224,6 +229,9 @@ static bool check_card(const json_t *doc, eco_schema_errors *errs)
         ADD("/environment/gpu/arch", "unknown architecture '%s' (turing, ampere, ada, hopper, blackwell)", arch);
         break;
     case ECO_CARD_ARCH_NOT_THE_NAMES: ADD("/environment/gpu/arch", "'%s' is a %s card, not %s", name, named, arch); break;
+    case ECO_CARD_ARCH_OUTSIDE:
+        ADD("/environment/gpu/name", "'%s' is %s: no class the curves have (turing, ampere, ada, hopper, blackwell) holds it", name, named);
+        break;
     case ECO_CARD_ARCH_NONE:
         /* a document without a card name is the schema's to refuse */
         if (name)

@@ -83,6 +83,9 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
                               str(gpu, "arch"), str(gpu, "name"), named_arch);
     case ECO_CARD_ARCH_NONE:
         return eco_fail_field(ECO_EINVAL, "environment.gpu.arch", "%s: no arch, and '%s' names none", source, str(gpu, "name"));
+    case ECO_CARD_ARCH_OUTSIDE:
+        return eco_fail_field(ECO_EINVAL, "environment.gpu.name", "%s: '%s' is %s, of no class the curves have", source,
+                              str(gpu, "name"), named_arch);
     case ECO_CARD_ARCH_OK: break;
     }
     const eco_model_config *preset = str(w, "preset") ? eco_preset_find(str(w, "preset")) : NULL;

@@ -109,6 +109,9 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     speed_not_windows: mutate((d) => { d.results[1].tokens_per_s *= 1.3; }),
     too_fast_for_card: mutate((d) => { d.environment.gpu.name = 'NVIDIA L4'; d.environment.gpu.arch = 'ada'; }),
     ok_fast_unknown_card: mutate((d) => { d.environment.gpu.name = 'NVIDIA FooBar 9000'; }),
+    // a card of no class: another vendor's, or an NVIDIA generation before Turing, whatever arch it states
+    amd_card: mutate((d) => { d.environment.gpu.name = 'AMD Instinct MI300X'; }),
+    volta_card: mutate((d) => { d.environment.gpu.name = 'Tesla V100-SXM2-32GB'; d.environment.gpu.arch = 'turing'; }),
     // an HF checkpoint run names no preset: its model id stands for one; a size in millions is caught twice
     ok_checkpoint: mutate((d) => { delete d.weights.preset; delete d.weights.synthetic_seed; d.weights.source = 'checkpoint'; d.weights.checkpoint_sha256 = 'a'.repeat(64); }),
     params_millions: mutate((d) => { delete d.weights.preset; delete d.weights.synthetic_seed; d.weights.source = 'checkpoint'; d.weights.checkpoint_sha256 = 'a'.repeat(64); d.weights.params_b *= 1000; }),
@@ -133,6 +136,7 @@ test('consistency: the page and eco validate agree on every defect', async () =>
       try { out = execFileSync(process.env.ECO_BIN, ['validate', '--json', file]).toString(); } catch (e) { out = e.stdout.toString(); }
       const c = JSON.parse(out)[0].errors.map((e) => `${e.instance_path} ${e.keyword}`).sort();
       const js = energyConsistency(doc, { presets, archs: eco.info().archs.map((a) => a.arch), gpuArch: (n) => eco.gpuArch(n),
+        gpuOutside: (n) => eco.gpuOutside(n),
         tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) }).map((e) => `${e.pointer} ${e.keyword}`).sort();
       assert.deepEqual(js, c, name);
       assert.equal(js.length === 0, name === 'clean' || name.startsWith('ok_'), `${name}: ${js}`);

@@ -691,6 +691,20 @@ static void test_unknown_gpu(void **state)
         assert_int_equal(eco_arch_from_gpu_name(gens[i].name, &arch), ECO_OK);
         if (strcmp(arch, gens[i].arch)) fail_msg("%s: %s, not %s", gens[i].name, arch, gens[i].arch);
     }
+    /* cards of no class are named as such (a document from one is refused, not filed under the class it claims);
+     * no card of a class is */
+    static const struct { const char *name, *what; } outside[] = {
+        {"AMD Instinct MI300X", "an AMD GPU"}, {"AMD Radeon RX 7900 XTX", "an AMD GPU"}, {"Intel(R) Data Center GPU Max 1550", "an Intel GPU"},
+        {"Tesla V100-SXM2-32GB", "a Volta GPU"}, {"Tesla P100-PCIE-16GB", "a Pascal GPU"}, {"Tesla P4", "a Pascal GPU"},
+        {"Tesla P40", "a Pascal GPU"}, {"Tesla K80", "a Kepler GPU"},
+    };
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+        const char *what = eco_gpu_name_outside_classes(outside[i].name);
+        if (!what || strcmp(what, outside[i].what)) fail_msg("%s: %s", outside[i].name, what ? what : "(none)");
+    }
+    for (size_t i = 0; i < sizeof gens / sizeof gens[0]; i++) assert_null(eco_gpu_name_outside_classes(gens[i].name));
+    for (size_t i = 0; i < eco_gpu_count(); i++) assert_null(eco_gpu_name_outside_classes(eco_gpu_at(i)->name));
+    assert_null(eco_gpu_name_outside_classes("NVIDIA A100-PCIE-40GB"));
     assert_true(eco_gpu_is_arch_name("Hopper") && !eco_gpu_is_arch_name("H200"));
     assert_int_equal(eco_gpu_find("NVIDIA A100-SXM4-80GB", &g, &exact), ECO_OK);
     assert_string_equal(g->name, "A100 80GB");

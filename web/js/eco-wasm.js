@@ -170,6 +170,12 @@ export class Eco {
     return this.callJson('eco_wasm_gpu_arch').arch;
   }
 
+  // What a card of no class is ("an AMD GPU", "a Volta GPU"), as the server names it, or null.
+  gpuOutside(name) {
+    this.setStr(0, String(name ?? '').slice(0, 256));
+    return this.callJson('eco_wasm_gpu_arch').outside;
+  }
+
   // The most tokens a second any engine can decode this preset at this precision on this card (the C check's
   // bound), with what it rests on: { ceiling, card, model, gb_per_token }, or { ceiling: null } where none holds.
   tokensPerSecondCeiling(card, preset, precision, batch) {

@@ -45,7 +45,7 @@ function windowSpeedRange(doc, precision) {
 // them) for the weights.preset size check; archs: the architectures the curves know (eco.wasm's info);
 // gpuArch: name -> architecture or null (the server's mapping) for the card's name against its arch;
 // tokensCeiling: (card, preset, precision, batch) -> eco.wasm's tokensPerSecondCeiling, for the speed no engine passes.
-export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = null, tokensCeiling = null } = {}) {
+export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = null, gpuOutside = null, tokensCeiling = null } = {}) {
   const out = [];
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
@@ -156,7 +156,9 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   if (g && typeof g === 'object' && !Array.isArray(g)) {
     const arch = typeof g.arch === 'string' ? g.arch : undefined, name = typeof g.name === 'string' ? g.name : undefined;
     const named = gpuArch && name !== undefined ? gpuArch(name) : undefined; // null: a name the curves do not know
-    if (arch !== undefined && archs && !archs.includes(arch))
+    const outside = gpuOutside && name !== undefined && !named ? gpuOutside(name) : null; // another vendor's, or pre-Turing
+    if (outside) add('/environment/gpu/name', `'${name}' is ${outside}: no class the curves have (${(archs || []).join(', ')}) holds it`);
+    else if (arch !== undefined && archs && !archs.includes(arch))
       add('/environment/gpu/arch', `unknown architecture '${arch}' (${archs.join(', ')})`);
     else if (arch !== undefined && named && named !== arch) add('/environment/gpu/arch', `'${name}' is a ${named} card, not ${arch}`);
     else if (arch === undefined && named === null)

@@ -27,7 +27,7 @@ async function setup() {
     [m.name, m.hf_id, (m.hf_id || '').split('/').pop()].filter(Boolean).map((k) => [k.toLowerCase(), m.params_b])));
   // and the C tables it reads: the architectures the curves know, the cards' names and bandwidths
   const archs = eco.infoCache?.archs ? eco.infoCache.archs.map((a) => a.arch) : null; // none known: the check is skipped
-  checkTables = { presets, archs, gpuArch: (n) => eco.gpuArch(n),
+  checkTables = { presets, archs, gpuArch: (n) => eco.gpuArch(n), gpuOutside: (n) => eco.gpuOutside(n),
     tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) };
   // Submitting needs an API route that accepts replications; look for one in the OpenAPI document.
   try {

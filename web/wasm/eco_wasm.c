@@ -578,6 +578,8 @@ EXPORT("eco_wasm_gpu_arch") int eco_wasm_gpu_arch(void)
     key("arch");
     if (known) jstr(arch);
     else jnull();
+    const char *outside = known ? NULL : eco_gpu_name_outside_classes(g_str[0]);
+    kstr("outside", outside); /* what a card of no class is ("an AMD GPU"), else null */
     end_obj();
     return finish();
 }
