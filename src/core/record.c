@@ -69,6 +69,15 @@ bool eco_gpu_name_memory_at(const char *s)
     return d > 0 && d <= 3 && s[d] == 'g' && s[d + 1] == 'b';
 }
 
+/* Whether a normalised name holds a card pattern: one ending in a digit must not run on into more digits ("l4" is
+ * not "l40", "p4" not "p40"), unless they are a memory size ("h10080gb"). */
+static bool names_pattern(const char *n, const char *pattern)
+{
+    const char *hit = strstr(n, pattern);
+    size_t len = strlen(pattern);
+    return hit && !(isdigit((unsigned char)pattern[len - 1]) && isdigit((unsigned char)hit[len]) && !eco_gpu_name_memory_at(hit + len));
+}
+
 const char *eco_gpu_name_outside_classes(const char *gpu)
 {
     static const struct { const char *pattern, *what; } outside[] = {
@@ -79,13 +88,8 @@ const char *eco_gpu_name_outside_classes(const char *gpu)
     char n[128];
     if (!gpu || !*gpu) return NULL;
     normalise(gpu, n, sizeof n);
-    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
-        const char *hit = strstr(n, outside[i].pattern);
-        size_t len = strlen(outside[i].pattern);
-        /* "p4" is not "p40"'s start nor a memory digit run's: the same digit rule as the classes' patterns */
-        if (hit && !(isdigit((unsigned char)outside[i].pattern[len - 1]) && isdigit((unsigned char)hit[len]) && !eco_gpu_name_memory_at(hit + len)))
-            return outside[i].what;
-    }
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+        if (names_pattern(n, outside[i].pattern)) return outside[i].what;
     return NULL;
 }
 
@@ -112,16 +116,11 @@ eco_err eco_arch_from_gpu_name(const char *gpu, const char **arch_out)
     normalise(gpu, n, sizeof n);
     for (size_t i = 0; i < eco_arch_count(); i++)
         if (!strcmp(n, archs[i].arch)) { *arch_out = archs[i].arch; return ECO_OK; }
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-        const char *hit = strstr(n, map[i].pattern);
-        if (!hit) continue;
-        /* "l4" must not match "l40"; "t4" must not match e.g. "rtx4..." digits run-on */
-        size_t len = strlen(map[i].pattern);
-        if (isdigit((unsigned char)map[i].pattern[len - 1]) && isdigit((unsigned char)hit[len]) && !eco_gpu_name_memory_at(hit + len))
-            continue;
-        *arch_out = map[i].arch;
-        return ECO_OK;
-    }
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (names_pattern(n, map[i].pattern)) {
+            *arch_out = map[i].arch;
+            return ECO_OK;
+        }
     return eco_fail_field(ECO_ENOTFOUND, "gpu",
                           "unknown GPU '%s': give a card name (e.g. \"RTX 4090\", \"H200\", \"A100\", \"T4\") or an "
                           "architecture (turing, ampere, ada, hopper, blackwell)", gpu);

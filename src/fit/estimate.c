@@ -612,10 +612,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;
     if (e->delta_pct < -c->s_cap_pct) e->delta_pct = -c->s_cap_pct;
     /* a long context: the short-context ΔE, and the KV cache's share that every format reads alike */
-    const double d_short = e->delta_pct, lo_short = e->lo_pct, hi_short = e->hi_pct;
+    e->short_delta_pct = e->delta_pct, e->short_lo_pct = e->lo_pct, e->short_hi_pct = e->hi_pct, e->short_label = e->label;
     double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
     double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, q->kv_bytes_per_position, fp16_bytes);
-    e->short_delta_pct = d_short, e->short_lo_pct = lo_short, e->short_hi_pct = hi_short, e->short_label = e->label;
     if (kv1 > ECO_KV_SHARE_MEASURED) {
         e->ctx_kv_share = kv1;
         eco_delta_at_ctx(kv1, &e->delta_pct, &e->lo_pct, &e->hi_pct);
@@ -623,7 +622,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         note(e, "at ctx %d the KV cache (fp16 in every format) adds about %.0f%% to an fp16 step's bytes beyond the "
                 "short-context (<= %d positions) measurements, and about the same energy to both: ΔE %+.1f%% becomes "
                 "%+.1f%%, estimated (KV energy per byte taken at %.1f-%.1fx fp16's per weight byte for the range)",
-             q->ctx, 100 * kv1, ECO_MEASURED_CTX, d_short, e->delta_pct, ECO_KV_ALPHA_LO, ECO_KV_ALPHA_HI);
+             q->ctx, 100 * kv1, ECO_MEASURED_CTX, e->short_delta_pct, e->delta_pct, ECO_KV_ALPHA_LO, ECO_KV_ALPHA_HI);
     }
     e->recommendation = e->hi_pct < 0 ? ECO_REC_QUANTIZE : e->lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : ECO_REC_DEPENDS;
 
@@ -702,9 +701,9 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         } else {
             kv_step = 0;
         }
-        e->e_quant.value_mj = f16.value_mj * (1 + d_short / 100 + kv_step);
-        e->e_quant.lo_mj = f16.lo_mj * (1 + lo_short / 100 + ECO_KV_ALPHA_LO * kv_step);
-        e->e_quant.hi_mj = f16.hi_mj * (1 + hi_short / 100 + ECO_KV_ALPHA_HI * kv_step);
+        e->e_quant.value_mj = f16.value_mj * (1 + e->short_delta_pct / 100 + kv_step);
+        e->e_quant.lo_mj = f16.lo_mj * (1 + e->short_lo_pct / 100 + ECO_KV_ALPHA_LO * kv_step);
+        e->e_quant.hi_mj = f16.hi_mj * (1 + e->short_hi_pct / 100 + ECO_KV_ALPHA_HI * kv_step);
         e->e_quant.label = worse(e->e_fp16.label, e->label);
         if (kv_quant > ECO_KV_SHARE_MEASURED) {
             e->e_quant.label = worse(e->e_quant.label, ECO_LABEL_ESTIMATED);

@@ -285,12 +285,12 @@ static double cand_energy(const eco_optimize_result *r, const eco_candidate *c)
     return r->energy_absolute ? c->energy_mj : c->energy_rel_fp16;
 }
 
-/* Energy at the top of a borrowed (proxy) ΔE's range over its point value; 1 for a ΔE of this architecture's own
- * data. A guess is weighed at its pessimistic end wherever it could displace a measurement or buy speed. */
-static double proxy_top_factor(const eco_candidate *c)
-{
-    return c->borrowed ? (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100) : 1;
-}
+/* Energy at the top of a candidate's ΔE range over its point value. */
+static double range_top_factor(const eco_candidate *c) { return (1 + c->delta_hi_pct / 100) / (1 + c->delta_pct / 100); }
+
+/* The same for a borrowed (proxy) ΔE; 1 for a ΔE of this architecture's own data. A guess is weighed at its
+ * pessimistic end wherever it could displace a measurement or buy speed. */
+static double proxy_top_factor(const eco_candidate *c) { return c->borrowed ? range_top_factor(c) : 1; }
 
 double eco_vram_needed_gib(double weight_bytes, double kv_bytes)
 {
@@ -372,9 +372,8 @@ static int firmer_alternative(const eco_optimize_result *r, const eco_optimize_q
     for (size_t i = 0; i < r->n; i++)
         if (r->cand[i].feasible && firmer(&r->cand[i]) && (alt < 0 || cmp_cand(&r->cand[i], &r->cand[alt]) < 0)) alt = (int)i;
     if (alt < 0 || alt == r->best) return -1;
-    const eco_candidate *b = &r->cand[r->best];
-    double f = (1 + b->delta_hi_pct / 100) / (1 + b->delta_pct / 100);
-    double pessimistic = b->score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
+    double f = range_top_factor(&r->cand[r->best]);
+    double pessimistic = r->cand[r->best].score * (q->objective == ECO_OBJ_ENERGY ? f : sqrt(f));
     return pessimistic < r->cand[alt].score ? -1 : alt;
 }
 
@@ -412,9 +411,10 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     size_t power_bounded = 0, over_power = 0, long_ctx = 0;
     if (!r->energy_absolute) onote(r, "no fp16 baseline on %s: energy is relative to fp16 at batch 1 only", arch);
 
-    double kv_pos = q->preset ? (double)eco_model_kv_bytes_per_position(q->preset) : eco_kv_bytes_per_position_per_b() * N;
-    double fp16_rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, ECO_PREC_FP16, 0, false)
-                                   : N * 1e9 * eco_precision_bits_per_weight(ECO_PREC_FP16) / 8.0;
+    /* the model's bytes as /v1/estimate counts them (exact for a preset, else per parameter) */
+    eco_estimate_query bytes = {.precision = ECO_PREC_FP16, .params_b = N};
+    eco_estimate_query_model_bytes(&bytes, q->preset);
+    double kv_pos = bytes.kv_bytes_per_position, fp16_rbytes = bytes.fp16_bytes_per_token;
     double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, kv_pos, fp16_rbytes); /* the fp16 batch-1 step's KV share */
     if (!q->preset) onote(r, "no model preset: weights from params x bits, KV cache from the presets' median KV bytes per parameter");
     onote(r, "latency is a roofline (%.0f%% of datasheet bandwidth, %.0f%% of fp16 tensor throughput, no dequantization or "
@@ -430,24 +430,21 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double dpct = 0, dlo = 0, dhi = 0;
         eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
         bool proxy_delta = false, composed = false;
+        double d_short = 0; /* ΔE at the measurements' short context: the KV energy is added to it per batch below */
         if (p != ECO_PREC_FP16) {
+            /* at this context, as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx) */
             eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
-                                     .card = card};
+                                     .card = card, .ctx = q->ctx};
+            eco_estimate_query_model_bytes(&eq, q->preset);
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
             dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
+            d_short = est.short_delta_pct;
             proxy_delta = est.proxy_reason != NULL;
             composed = r->energy_absolute && eco_energy_composed(fb, est.curve);
         }
         double wbytes = q->preset ? (double)eco_model_weight_bytes(q->preset, (eco_precision)p, false)
                                   : N * 1e9 * eco_precision_bits_per_weight((eco_precision)p) / 8.0;
         double rbytes = q->preset ? (double)eco_model_bytes_per_token(q->preset, (eco_precision)p, 0, false) : wbytes;
-        /* a long context as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx), and
-         * that energy added to the candidate's, fp16's at each batch times the step's KV share */
-        double d_short = dpct;
-        if (p != ECO_PREC_FP16 && kv1 > ECO_KV_SHARE_MEASURED) {
-            eco_delta_at_ctx(kv1, &dpct, &dlo, &dhi);
-            if (dlabel < ECO_LABEL_ESTIMATED) dlabel = ECO_LABEL_ESTIMATED;
-        }
         for (int bi = 0; bi < n_batches; bi++) {
             eco_candidate *c = &r->cand[r->n++];
             memset(c, 0, sizeof *c);
@@ -466,6 +463,7 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->borrowed = proxy_delta;
             double f = eco_batch_energy_factor(b);
             c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
+            /* the KV energy both formats pay: fp16's at this batch times the step's KV share */
             double kv_step = eco_kv_share_beyond_measured(q->ctx, b, kv_pos, fp16_rbytes);
             c->energy_rel_fp16 = (1 + d_short / 100 + (kv_step > ECO_KV_SHARE_MEASURED ? kv_step : 0)) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;

@@ -94,6 +94,12 @@ static void put_synthetic(sbuf *s, const json_t *est)
     if (k) sb_printf(s, ", %s on synthetic weights of the models' real shapes (speed and energy follow the shapes)", k == n ? "all" : "some");
 }
 
+/* A long context's rescaling of ΔE (the answer's "context"), said after what it rescaled. */
+static void put_rescaled(sbuf *s, const json_t *ctx)
+{
+    put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
+}
+
 /* What a label means, said plainly: only "measured" is a measurement. */
 static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
 {
@@ -103,7 +109,7 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         sb_printf(s, "an estimate, not a measurement: %s's own short-context %s figure of ", strv(est, "arch_used", "?"),
                   strv(ctx, "short_label", ""));
         put_num(s, "%+.1f%%", numv(ctx, "short_delta_pct"));
-        put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
+        put_rescaled(s, ctx);
         put_synthetic(s, est);
         return;
     }
@@ -145,8 +151,7 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         sb_printf(s, "an estimate borrowed from the %s %s curve", strv(proxy, "arch", strv(est, "arch_used", "proxy")),
                   strv(proxy, "precision", ""));
         if (strv(proxy, "reason", NULL)) sb_printf(s, " (%s)", strv(proxy, "reason", ""));
-        if (json_is_object(ctx))
-            put_num(s, ", rescaled for a KV cache that adds %.0f%% to an fp16 step's bytes", 100 * numv(ctx, "kv_share_fp16"));
+        if (json_is_object(ctx)) put_rescaled(s, ctx);
         sb_printf(s, ", not a measurement");
     } else {
         sb_printf(s, "modelled, not measured");

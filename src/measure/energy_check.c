@@ -308,7 +308,8 @@ static bool check_run(const json_t *doc, eco_schema_errors *errs)
             "have run on it (a size in millions?)", params, params * 2, mem);
     /* no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
      * the protocol does not record, would otherwise set the optimizer's latencies) */
-    const eco_gpu_spec *card = eco_gpu_exact(str(json_object_get(json_object_get(doc, "environment"), "gpu"), "name"));
+    const eco_gpu_spec *card = eco_gpu_exact(str(g, "name"));
+    if (!card || !c) return ok;
     double batch = 1, tps;
     number(proto, "batch", &batch);
     size_t i;
@@ -317,7 +318,7 @@ static bool check_run(const json_t *doc, eco_schema_errors *errs)
     json_array_foreach(json_object_get(doc, "results"), i, r) {
         eco_precision prec;
         const char *name = str(r, "precision");
-        if (!card || !c || !name || eco_precision_parse(name, &prec) || !number(r, "tokens_per_s", &tps)) {
+        if (!name || eco_precision_parse(name, &prec) || !number(r, "tokens_per_s", &tps)) {
             eco_clear_error();
             continue;
         }

@@ -109,10 +109,12 @@ static eco_err get_bool(json_t *root, const char *key, bool def, bool *out)
     return ECO_OK;
 }
 
-/* rope_scaling (transformers < 5) or rope_parameters (>= 5), named `field` in errors; `ctx` prefixes its keys. */
-static eco_err parse_rope_scaling(json_t *rs, const char *field, const char *ctx, eco_model_config *c)
+/* rope_scaling (transformers < 5) or rope_parameters (>= 5), named `field` in errors and before its keys. */
+static eco_err parse_rope_scaling(json_t *rs, const char *field, eco_model_config *c)
 {
     if (!rs || json_is_null(rs)) return ECO_OK;
+    char ctx[32];
+    snprintf(ctx, sizeof ctx, "%s.", field);
     if (!json_is_object(rs)) return eco_fail_field(ECO_EINVAL, field, "%s must be an object or null", field);
     json_t *t = json_object_get(rs, "rope_type");
     if (!t) t = json_object_get(rs, "type"); /* transformers < 4.45 */
@@ -171,7 +173,7 @@ static eco_err parse_rope_parameters(json_t *root, eco_model_config *c)
     scaled.rope_llama3 = false;
     scaled.rope_factor = scaled.rope_low_freq_factor = scaled.rope_high_freq_factor = 0;
     scaled.rope_original_max_pos = 0;
-    if ((e = parse_rope_scaling(rp, "rope_parameters", "rope_parameters.", &scaled))) return e;
+    if ((e = parse_rope_scaling(rp, "rope_parameters", &scaled))) return e;
     if (rs && !json_is_null(rs) &&
         (scaled.rope_llama3 != c->rope_llama3 ||
          (c->rope_llama3 && (scaled.rope_factor != c->rope_factor || scaled.rope_low_freq_factor != c->rope_low_freq_factor ||
@@ -278,7 +280,7 @@ static eco_err parse_root(json_t *root, eco_model_config *out)
     if ((e = parse_window_layers(root, &c, use_sw && sw > 0, &use_sw))) return e;
     c.sliding_window = use_sw ? sw : 0;
 
-    if ((e = parse_rope_scaling(json_object_get(root, "rope_scaling"), "rope_scaling", "rope_scaling.", &c)) ||
+    if ((e = parse_rope_scaling(json_object_get(root, "rope_scaling"), "rope_scaling", &c)) ||
         (e = parse_rope_parameters(root, &c)))
         return e;
 

@@ -367,10 +367,10 @@ static eco_err check_unread(const eco_weights *w)
     const eco_model_config *c = &w->cfg;
     for (int s = 0; s < w->n_shards; s++)
         for (size_t i = 0; i < eco_safetensors_count(w->shard[s]); i++) {
-            const char *name = eco_safetensors_at(w->shard[s], i)->name;
-            for (int o = 0; o < s; o++)
-                if (eco_safetensors_find(w->shard[o], name))
-                    return eco_fail(ECO_EFORMAT, "tensor \"%s\" is in two shards: which one to read is ambiguous", name);
+            const eco_st_tensor *t = eco_safetensors_at(w->shard[s], i);
+            const char *name = t->name;
+            if (find_tensor(w, name) != t) /* the copy every read takes is an earlier shard's */
+                return eco_fail(ECO_EFORMAT, "tensor \"%s\" is in two shards: which one to read is ambiguous", name);
             static const char prefix[] = "model.layers.";
             if (strncmp(name, prefix, sizeof prefix - 1)) continue;
             char *end;

@@ -187,7 +187,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
     add('/weights/params_b', `${w.params_b} billion, but preset ${presetName} has ${want} billion`);
   // fp16 weights were measured on this card: they fit its memory (a size in millions had passed for billions)
-  const gpu = (doc.environment && doc.environment.gpu) || {}, mem = num(gpu.memory_total_gb), params = num(w.params_b);
+  const mem = num(g && g.memory_total_gb), params = num(w.params_b);
   if (params !== undefined && mem !== undefined && mem > 0 && resultIndex('fp16') >= 0 && params * 2 > mem * MEMORY_SLACK)
     add('/weights/params_b', `${params} billion parameters in fp16 are ${params * 2} GB, and the card has ${mem} GB: the fp16 ` +
       'result could not have run on it (a size in millions?)');
@@ -201,7 +201,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   }
   // no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
   // the protocol does not record)
-  const card = doc.environment && doc.environment.gpu && doc.environment.gpu.name;
+  const card = g && g.name;
   const batch = num(proto.batch) ?? 1;
   if (tokensCeiling && typeof card === 'string' && presetName !== undefined)
     results.forEach((r, i) => {
