@@ -45,7 +45,7 @@ test('normalisation: additionalProperties points at the property, if-wrappers fo
   assert.match(errs[1].message, /'z'/);
 });
 
-// The page's consistency check and `eco validate`'s find the same defects at the same pointers: a committed H200
+// The page's consistency check and `eco validate`'s find the same defects at the same pointers, in the same words: a committed H200
 // run is clean, and each single defect (and two at once) is reported identically by both.
 test('consistency: the page and eco validate agree on every defect', async () => {
   const { energyConsistency } = await import(pathToFileURL(join(SRC, 'web/js/energy-check.js')).href);
@@ -134,10 +134,10 @@ test('consistency: the page and eco validate agree on every defect', async () =>
       writeFileSync(file, JSON.stringify(doc));
       let out;
       try { out = execFileSync(process.env.ECO_BIN, ['validate', '--json', file]).toString(); } catch (e) { out = e.stdout.toString(); }
-      const c = JSON.parse(out)[0].errors.map((e) => `${e.instance_path} ${e.keyword}`).sort();
+      const c = JSON.parse(out)[0].errors.map((e) => `${e.instance_path} ${e.keyword}: ${e.message}`).sort();
       const js = energyConsistency(doc, { presets, archs: eco.info().archs.map((a) => a.arch), gpuArch: (n) => eco.gpuArch(n),
         gpuOutside: (n) => eco.gpuOutside(n),
-        tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) }).map((e) => `${e.pointer} ${e.keyword}`).sort();
+        tokensCeiling: (...a) => eco.tokensPerSecondCeiling(...a) }).map((e) => `${e.pointer} ${e.keyword}: ${e.message}`).sort();
       assert.deepEqual(js, c, name);
       assert.equal(js.length === 0, name === 'clean' || name.startsWith('ok_'), `${name}: ${js}`);
     }

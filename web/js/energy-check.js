@@ -1,6 +1,8 @@
 // What a schema-valid energy.json's figures say of each other: the same rules, pointers and wording as the C
 // check (src/measure/energy_check.c, `eco validate`'s keyword "consistency"); tests/node/web_schema.test.mjs
 // holds the two to the same findings on the same documents.
+import { cfmt } from './cfmt.js';
+
 const MJ_PER_TOKEN_MAX = 1e6; // 1 kJ a generated token: a unit or export error, not a decode
 const DELTA_SLACK_PCT = 0.05; // a writer that rounds each figure to a few decimals
 const INTERVAL_SLACK = 1e-6; // an interval contains its own point estimate, up to rounding (relative)
@@ -55,39 +57,39 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     if (!r) return;
     const first = resultIndex(r.precision);
     if (typeof r.precision === 'string' && first !== i)
-      add(`/results/${i}/precision`, `${r.precision} is measured twice (also /results/${first}): one result per precision`);
+      add(`/results/${i}/precision`, cfmt('%s is measured twice (also /results/%zu): one result per precision', r.precision, first));
     for (const k of ['mj_per_token_gross', 'e2e_mj_per_token_gross']) {
       const v = num(r[k]);
       if (v !== undefined && !(v <= MJ_PER_TOKEN_MAX && v >= MJ_PER_TOKEN_MIN))
-        add(`/results/${i}/${k}`, `${v} mJ a token is not a decode measurement (outside ${MJ_PER_TOKEN_MIN}..${MJ_PER_TOKEN_MAX}: a unit or export error)`);
+        add(`/results/${i}/${k}`, cfmt('%g mJ a token is not a decode measurement (outside %g..%g: a unit or export error)', v, MJ_PER_TOKEN_MIN, MJ_PER_TOKEN_MAX));
     }
     const gross = num(r.mj_per_token_gross), net = num(r.mj_per_token_net);
     if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
-      add(`/results/${i}/mj_per_token_net`, `net ${net} mJ is more than gross ${gross} mJ (net is gross less the idle draw)`);
+      add(`/results/${i}/mj_per_token_net`, cfmt('net %g mJ is more than gross %g mJ (net is gross less the idle draw)', net, gross));
     const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];
     if (!samples.length && gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && num(r.n) !== undefined && r.n > 1)
       // trials weigh the fit: a count no sample backs cannot be checked
-      add(`/results/${i}/samples_mj_per_token`, `n ${r.n} without its samples: give samples_mj_per_token, one a trial`);
+      add(`/results/${i}/samples_mj_per_token`, cfmt('n %g without its samples: give samples_mj_per_token, one a trial', r.n));
     else if (samples.length && samples.every((x) => num(x) !== undefined)) {
       const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-      if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, `n ${r.n} with ${samples.length} samples`);
+      if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, cfmt('n %g with %zu samples', r.n, samples.length));
       else if (gross !== undefined && !(Math.abs(mean - gross) <= SAMPLES_SLACK * gross + 0.01))
-        add(`/results/${i}/samples_mj_per_token`, `the samples average ${mean} mJ, the result says ${gross}`);
+        add(`/results/${i}/samples_mj_per_token`, cfmt('the samples average %g mJ, the result says %g', mean, gross));
       else if (samples.length >= 2) {
         const sd = Math.sqrt(samples.reduce((a, x) => a + (x - mean) ** 2, 0) / (samples.length - 1));
         const cv = mean > 0 ? (100 * sd) / mean : undefined;
         if (num(r.sd_mj) !== undefined && !(Math.abs(r.sd_mj - sd) <= SPREAD_SLACK * sd + 0.01))
-          add(`/results/${i}/sd_mj`, `SD ${r.sd_mj} mJ, the samples' SD is ${sd}`);
+          add(`/results/${i}/sd_mj`, cfmt("SD %g mJ, the samples' SD is %g", r.sd_mj, sd));
         if (cv !== undefined && num(r.cv_pct) !== undefined && !(Math.abs(r.cv_pct - cv) <= SPREAD_SLACK * cv + 0.01))
-          add(`/results/${i}/cv_pct`, `CV ${r.cv_pct}%, the samples' CV is ${cv}%`);
+          add(`/results/${i}/cv_pct`, cfmt("CV %g%%, the samples' CV is %g%%", r.cv_pct, cv));
       }
     }
     const e2e = num(r.e2e_mj_per_token_gross);
     if (gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && e2e !== undefined && e2e < gross * (1 - INTERVAL_SLACK))
-      add(`/results/${i}/e2e_mj_per_token_gross`, `end to end ${e2e} mJ is less than decode ${gross} mJ (end to end adds the prefill)`);
+      add(`/results/${i}/e2e_mj_per_token_gross`, cfmt('end to end %g mJ is less than decode %g mJ (end to end adds the prefill)', e2e, gross));
     const blocksDone = num(doc.protocol && doc.protocol.blocks);
     if (num(r.n) !== undefined && blocksDone !== undefined && r.n > blocksDone)
-      add(`/results/${i}/n`, `n ${r.n} from ${blocksDone} blocks (one sample a block)`);
+      add(`/results/${i}/n`, cfmt('n %g from %g blocks (one sample a block)', r.n, blocksDone));
     const power = num(r.mean_power_w), tps = num(r.tokens_per_s);
     if (gross !== undefined && power !== undefined && tps !== undefined && tps > 0) {
       // the window's power lies between the decode's alone (diluted by the prefill's time) and all of the window's
@@ -95,18 +97,18 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       const lo = (gross * 1e-3 * tps * decodeTimeShare(doc, r.precision)) / POWER_FACTOR;
       const hi = (e2e !== undefined && e2e > gross ? e2e : gross) * 1e-3 * tps * POWER_FACTOR;
       if (!(power <= hi && power >= lo))
-        add(`/results/${i}/mean_power_w`, `${power} W against ${gross} mJ a token at ${tps} tokens/s (${lo}..${hi} W)`);
+        add(`/results/${i}/mean_power_w`, cfmt('%g W against %g mJ a token at %g tokens/s (%g..%g W)', power, gross, tps, lo, hi));
     }
     // 0 (a partial run's: no window paired with an fp16 one) is the schema's to refuse, not a second finding here
     const speeds = tps !== undefined && tps > 0 ? windowSpeedRange(doc, r.precision) : undefined;
     if (speeds && !(tps >= speeds[0] * (1 - SPEED_SLACK) && tps <= speeds[1] * (1 + SPEED_SLACK)))
-      add(`/results/${i}/tokens_per_s`, `${tps} tokens/s, but its windows decoded ${speeds[0]}..${speeds[1]} tokens/s (tokens over decode_s)`);
+      add(`/results/${i}/tokens_per_s`, cfmt('%g tokens/s, but its windows decoded %g..%g tokens/s (tokens over decode_s)', tps, speeds[0], speeds[1]));
     const ci = r.ci95_mj;
     if (Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined) {
       const mean = num(r.mj_per_token_gross);
-      if (ci[0] > ci[1]) add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+      if (ci[0] > ci[1]) add(`/results/${i}/ci95_mj`, cfmt('the interval [%g, %g] runs backwards', ci[0], ci[1]));
       else if (mean !== undefined && !(mean >= ci[0] - INTERVAL_SLACK * Math.abs(ci[0]) && mean <= ci[1] + INTERVAL_SLACK * Math.abs(ci[1])))
-        add(`/results/${i}/ci95_mj`, `the interval [${ci[0]}, ${ci[1]}] does not contain the mean ${mean} mJ`);
+        add(`/results/${i}/ci95_mj`, cfmt('the interval [%g, %g] does not contain the mean %g mJ', ci[0], ci[1], mean));
     }
   });
   const blocks = num(doc.protocol && doc.protocol.blocks);
@@ -115,30 +117,30 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     if (!c) return;
     const p = c.precision;
     const j = comps.findIndex((x) => x && typeof p === 'string' && x.precision === p);
-    if (typeof p === 'string' && j < i) add(`/comparisons/${i}/precision`, `${p} is compared twice (also /comparisons/${j})`);
+    if (typeof p === 'string' && j < i) add(`/comparisons/${i}/precision`, cfmt('%s is compared twice (also /comparisons/%zu)', p, j));
     const rq = typeof p === 'string' ? results[resultIndex(p)] : undefined;
     const rb = typeof c.baseline === 'string' ? results[resultIndex(c.baseline)] : undefined;
-    if (typeof p === 'string' && !rq) add(`/comparisons/${i}/precision`, `no result for ${p}: a comparison needs both results`);
-    if (typeof c.baseline === 'string' && !rb) add(`/comparisons/${i}/baseline`, `no result for the baseline ${c.baseline}`);
+    if (typeof p === 'string' && !rq) add(`/comparisons/${i}/precision`, cfmt('no result for %s: a comparison needs both results', p));
+    if (typeof c.baseline === 'string' && !rb) add(`/comparisons/${i}/baseline`, cfmt('no result for the baseline %s', c.baseline));
     const d = num(c.delta_pct);
     if (d !== undefined && rq && rb && typeof c.metric === 'string') {
       const eq = num(rq[c.metric]), eb = num(rb[c.metric]);
       if (eq !== undefined && eb !== undefined && eb !== 0) {
         const want = ((eq - eb) / eb) * 100; // docs/SCHEMA.md: (E - E_fp16) / E_fp16 x 100
         if (!(Math.abs(d - want) <= DELTA_SLACK_PCT + 1e-6 * Math.abs(want)))
-          add(`/comparisons/${i}/delta_pct`, `${d}% does not follow from the results' ${c.metric} (${eq} against ${eb} mJ: ${want.toFixed(3)}%)`);
+          add(`/comparisons/${i}/delta_pct`, cfmt("%+.6g%% does not follow from the results' %s (%g against %g mJ: %+.6g%%)", d, c.metric, eq, eb, want));
       }
     }
     const ci = c.ci95_pct;
     const hasCi = Array.isArray(ci) && ci.length === 2 && num(ci[0]) !== undefined && num(ci[1]) !== undefined;
-    if (hasCi && ci[0] > ci[1]) add(`/comparisons/${i}/ci95_pct`, `the interval [${ci[0]}, ${ci[1]}] runs backwards`);
+    if (hasCi && ci[0] > ci[1]) add(`/comparisons/${i}/ci95_pct`, cfmt('the interval [%g, %g] runs backwards', ci[0], ci[1]));
     else if (hasCi && d !== undefined && !(d >= ci[0] - DELTA_SLACK_PCT && d <= ci[1] + DELTA_SLACK_PCT))
-      add(`/comparisons/${i}/ci95_pct`, `the interval [${ci[0]}, ${ci[1]}]% does not contain delta_pct ${d}%`);
+      add(`/comparisons/${i}/ci95_pct`, cfmt('the interval [%+.6g, %+.6g]%% does not contain delta_pct %+.6g%%', ci[0], ci[1], d));
     const pairs = num(c.n_pairs);
     if (pairs !== undefined) {
       const nq = num(rq && rq.n), nb = num(rb && rb.n);
-      if (blocks !== undefined && pairs > blocks) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${blocks} blocks: a block gives one pair`);
-      else if (nq !== undefined && nb !== undefined && pairs > Math.min(nq, nb)) add(`/comparisons/${i}/n_pairs`, `${pairs} pairs from ${nq} and ${nb} windows`);
+      if (blocks !== undefined && pairs > blocks) add(`/comparisons/${i}/n_pairs`, cfmt('%g pairs from %g blocks: a block gives one pair', pairs, blocks));
+      else if (nq !== undefined && nb !== undefined && pairs > Math.min(nq, nb)) add(`/comparisons/${i}/n_pairs`, cfmt('%g pairs from %g and %g windows', pairs, nq, nb));
     }
     // the verdict is the interval's sign; without an interval over two or more pairs, only "inconclusive"
     if (typeof c.verdict === 'string' && c.verdict !== 'unavailable') {
@@ -146,8 +148,8 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       const want = !(hasCi && ci[0] <= ci[1] && two) ? 'inconclusive' : ci[1] < 0 ? 'saves' : ci[0] > 0 ? 'costs' : 'inconclusive';
       if (c.verdict !== want && (!hasCi || ci[0] <= ci[1]))
         add(`/comparisons/${i}/verdict`, hasCi && two
-          ? `"${c.verdict}" with a 95% interval of [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]%: that is "${want}"`
-          : `"${c.verdict}" without a 95% interval over two or more pairs: that is "inconclusive"`);
+          ? cfmt('"%s" with a 95%% interval of [%+.2f, %+.2f]%%: that is "%s"', c.verdict, ci[0], ci[1], want)
+          : cfmt('"%s" without a 95%% interval over two or more pairs: that is "inconclusive"', c.verdict));
     }
   });
   // the card: its architecture known and the name's own (where gpuArch is given), its power limit caps the
@@ -169,9 +171,9 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       const power = num(r && r.mean_power_w);
       if (power === undefined) return;
       if (limit !== undefined && limit > 0 && power > limit * POWER_LIMIT_SLACK)
-        add(`/results/${i}/mean_power_w`, `${power} W is over the card's ${limit} W power limit`);
+        add(`/results/${i}/mean_power_w`, cfmt("%g W is over the card's %g W power limit", power, limit));
       if (idle !== undefined && !idleSaid && idle > power * POWER_FACTOR) {
-        add('/idle/before_w', `idle ${idle} W is over ${POWER_FACTOR} times the ${r.precision} run's mean ${power} W`);
+        add('/idle/before_w', cfmt("idle %g W is over %g times the %s run's mean %g W", idle, POWER_FACTOR, r.precision, power));
         idleSaid = true;
       }
     });
@@ -179,25 +181,25 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   // the run as a whole: blocks done against asked for, a preset's size against the size recorded
   const proto = doc.protocol || {}, w = doc.weights || {};
   if (num(proto.blocks) !== undefined && num(proto.iterations) !== undefined && proto.blocks > proto.iterations)
-    add('/protocol/blocks', `${proto.blocks} blocks done of the ${proto.iterations} asked for`);
+    add('/protocol/blocks', cfmt('%g blocks done of the %g asked for', proto.blocks, proto.iterations));
   // the preset named, else the model's own id where it is a preset's (an HF checkpoint run names no preset)
   const presetName = typeof w.preset === 'string' ? w.preset
     : typeof w.model === 'string' && presets[w.model.toLowerCase()] !== undefined ? w.model : undefined;
   const want = presetName !== undefined ? presets[presetName.toLowerCase()] : undefined;
   if (want !== undefined && num(w.params_b) !== undefined && !(Math.abs(w.params_b - want) <= PARAMS_SLACK * want))
-    add('/weights/params_b', `${w.params_b} billion, but preset ${presetName} has ${want} billion`);
+    add('/weights/params_b', cfmt('%g billion, but preset %s has %.6g billion', w.params_b, presetName, want));
   // fp16 weights were measured on this card: they fit its memory (a size in millions had passed for billions)
   const mem = num(g && g.memory_total_gb), params = num(w.params_b);
   if (params !== undefined && mem !== undefined && mem > 0 && resultIndex('fp16') >= 0 && params * 2 > mem * MEMORY_SLACK)
-    add('/weights/params_b', `${params} billion parameters in fp16 are ${params * 2} GB, and the card has ${mem} GB: the fp16 ` +
-      'result could not have run on it (a size in millions?)');
+    add('/weights/params_b', cfmt('%g billion parameters in fp16 are %.4g GB, and the card has %g GB: the fp16 result could not have run on it ' +
+      '(a size in millions?)', params, params * 2, mem));
   // a meter called "measured" passed its self-test: its checks did not fail, and it dropped no more than it took
   const meter = doc.meter || {}, st = meter.self_test || {};
   if (meter.basis === 'measured') {
     for (const k of ['idle_check_passed', 'cadence_check_passed'])
       if (st[k] === false) add(`/meter/self_test/${k}`, `the self-test's ${k} failed, and the meter's basis says "measured" (a failed self-test is "failed")`);
     if (num(meter.sampler_samples) !== undefined && num(meter.dropped_samples) !== undefined && meter.dropped_samples > meter.sampler_samples)
-      add('/meter/dropped_samples', `${meter.dropped_samples} samples dropped of ${meter.sampler_samples} taken`);
+      add('/meter/dropped_samples', cfmt('%g samples dropped of %g taken', meter.dropped_samples, meter.sampler_samples));
   }
   // no engine decodes faster than the card streams the weights (a speed in tokens a minute, or summed over a batch
   // the protocol does not record)
@@ -209,8 +211,8 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       if (tps === undefined || typeof r.precision !== 'string') return;
       const b = tokensCeiling(card, presetName, r.precision, batch >= 1 && batch <= 1e6 ? Math.trunc(batch) : 0);
       if (b && b.ceiling !== null && tps > b.ceiling)
-        add(`/results/${i}/tokens_per_s`, `${tps} tokens/s is over what the ${b.card} can stream: ${b.model} in ${r.precision} reads ` +
-          `${Number(b.gb_per_token.toPrecision(3))} GB a token, at most ${b.ceiling.toFixed(0)} tokens/s at batch ${batch}`); // %.3g, %.0f
+        add(`/results/${i}/tokens_per_s`, cfmt('%g tokens/s is over what the %s can stream: %s in %s reads %.3g GB a token, at most %.0f tokens/s at batch %g',
+          tps, b.card, b.model, r.precision, b.gb_per_token, b.ceiling, batch));
     });
   return out;
 }
