@@ -162,3 +162,27 @@ test('loader rejects malformed curves', () => {
   assert.throws(() => eco.loadCurves(doc2), /sorted/);
   eco.loadCurves(curvesDoc); // restore for any later test
 });
+
+// The charts' band is the range the estimator answers at each size (GET /v1/estimate for the curve's arch), not
+// the fit's own band: a chart never draws a surer band than the answer it overlays, and it widens where extrapolated.
+test('chart band: the estimator range at every size', async () => {
+  const curves = curvesDoc.curves.filter((c) => c.n_max_b > c.n_min_b).slice(0, 6);
+  assert.ok(curves.length >= 3);
+  for (const c of curves) {
+    const x0 = c.n_min_b / 4, x1 = c.n_max_b * 4, n = 9;
+    const s = eco.curveSeries(c.arch, c.precision, n, x0, x1);
+    assert.equal(s.x.length, n);
+    let widened = 0;
+    for (let i = 0; i < n; i++) {
+      const { status, body } = await api('/v1/estimate', { gpu: c.arch, params_b: s.x[i], precision: c.precision });
+      assert.equal(status, 200);
+      if (body.arch_used !== c.arch) continue; // a proxy's answer: the fit's band stays
+      const [lo, hi] = body.range95;
+      assert.ok(Math.abs(s.lo[i] - lo) <= 1e-9 * (1 + Math.abs(lo)), `${c.arch}/${c.precision} at ${s.x[i]}: lo ${s.lo[i]} vs ${lo}`);
+      assert.ok(Math.abs(s.hi[i] - hi) <= 1e-9 * (1 + Math.abs(hi)), `${c.arch}/${c.precision} at ${s.x[i]}: hi ${s.hi[i]} vs ${hi}`);
+      assert.ok(s.lo[i] <= s.y[i] + 1e-9 || body.label === 'measured', 'the band holds the curve away from a measurement');
+      if (s.x[i] > c.n_max_b && s.hi[i] - s.lo[i] > 0) widened++;
+    }
+    assert.ok(widened >= 1, `${c.arch}/${c.precision}: an extrapolated size has a range`);
+  }
+});

@@ -1,4 +1,4 @@
-// ΔE% vs model size (log x) with uPlot: the fitted curve and its 95% band (values from eco.wasm), the
+// ΔE% vs model size (log x) with uPlot: the fitted curve and the estimator's 95% range at each size (eco.wasm), the
 // measured anchors (filled n >= 2, hollow n = 1: a single trial shows no spread) and optional overlay points
 // (a user's estimate or a dropped replication, drawn as diamonds). uPlot has no scatter markers of that kind, so
 // points are drawn in a draw hook on the same scales.
@@ -28,7 +28,7 @@ export function curveChart(container, eco, { arch, precision, anchors = [], over
     const ctx = u.ctx;
     ctx.save();
     const px = (v) => u.valToPos(v, 'x', true), py = (v) => u.valToPos(v, 'y', true);
-    // outside the measured sizes the curve is extrapolated: the estimator widens its range there, the band does not
+    // outside the measured sizes the curve is extrapolated: the band (the answers' range) widens there
     if (cdoc) {
       ctx.fillStyle = 'rgba(27,31,36,0.06)';
       const top = u.bbox.top, h = u.bbox.height, l = u.bbox.left, rgt = u.bbox.left + u.bbox.width;
@@ -95,7 +95,7 @@ export function curveChart(container, eco, { arch, precision, anchors = [], over
 
 export function chartLegend(extra = []) {
   return el('ul', { class: 'legend', 'aria-label': 'chart legend' },
-    el('li', {}, el('span', { class: 'sw band', 'aria-hidden': 'true' }), 'fitted curve with 95% band'),
+    el('li', {}, el('span', { class: 'sw band', 'aria-hidden': 'true' }), 'fitted curve; band: the 95% range the estimator answers at each size'),
     el('li', {}, el('span', { class: 'sw filled', 'aria-hidden': 'true' }), 'measured, n ≥ 2 trials'),
     el('li', {}, el('span', { class: 'sw hollow', 'aria-hidden': 'true' }), 'measured, single trial (n = 1)'),
     el('li', {}, el('span', { class: 'sw band', style: 'background:rgba(27,31,36,0.12)', 'aria-hidden': 'true' }), 'grey: outside the measured sizes (extrapolated)'),

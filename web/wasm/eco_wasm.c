@@ -547,8 +547,10 @@ EXPORT("eco_wasm_curve_index") int eco_wasm_curve_index(void)
     return c ? (int)(c - g_set.curves) : -1;
 }
 
-/* n points log-spaced over [x0, x1] of curve idx -> f64: x[n], y[n], lo[n], hi[n] (the same band the estimator
- * uses for interpolated answers, before its extrapolation/proxy widening) */
+/* n points log-spaced over [x0, x1] of curve idx -> f64: x[n], y[n], lo[n], hi[n]: the fitted curve, and the 95%
+ * range the estimator answers at each size for the curve's architecture (batch 1, the measured context). That is
+ * the fit's own band widened as the answers are (extrapolation, measured neighbours, sessions' scatter), so a chart
+ * never draws a surer band than the answer it overlays; where an answer fails, the fit's band. */
 EXPORT("eco_wasm_curve_series") int eco_wasm_curve_series(int idx, int n, double x0, double x1)
 {
     if (idx < 0 || (size_t)idx >= g_set.n_curves || n < 2 || 4 * n > WASM_F64_CAP || !(x0 > 0) || !(x1 > x0))
@@ -557,6 +559,13 @@ EXPORT("eco_wasm_curve_series") int eco_wasm_curve_series(int idx, int n, double
     for (int i = 0; i < n; i++) {
         double x = exp(log(x0) + (log(x1) - log(x0)) * i / (n - 1)), lo, hi;
         eco_curve_band95(c, x, &lo, &hi);
+        eco_estimate_query q = {.arch = c->arch, .precision = c->precision, .params_b = x, .batch = 1};
+        eco_estimate_query_model_bytes(&q, NULL);
+        if (!eco_estimate_run(&g_set, &q, &g_est) && g_est.curve == c) {
+            lo = g_est.lo_pct;
+            hi = g_est.hi_pct;
+        }
+        eco_clear_error();
         g_f64[i] = x;
         g_f64[n + i] = eco_curve_eval(c, x);
         g_f64[2 * n + i] = lo;
