@@ -566,13 +566,13 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         for (size_t i = 0; i < r->n && !f16; i++)
             if (r->cand[i].precision == ECO_PREC_FP16 && r->cand[i].batch == b->batch) f16 = &r->cand[i];
         if (f16 && !f16->feasible && b->delta_lo_pct > 0)
-            onote(r, "%s is recommended because fp16 does not fit (%s), not for its energy: against fp16 it costs %+.1f%% "
-                     "(95%% range %+.1f%% to %+.1f%%)", eco_precision_name(b->precision), f16->reason, b->delta_pct,
-                  b->delta_lo_pct, b->delta_hi_pct);
+            onote(r, "%s is recommended because fp16 does not fit at batch %d (%s), not for its energy: against fp16 it "
+                     "costs %+.1f%% (95%% range %+.1f%% to %+.1f%%)", eco_precision_name(b->precision), b->batch, f16->reason,
+                  b->delta_pct, b->delta_lo_pct, b->delta_hi_pct);
         else if (f16 && !f16->feasible)
-            onote(r, "fp16 does not fit (%s): %s's ΔE against it (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) is what the "
-                     "energy would be if it did", f16->reason, eco_precision_name(b->precision), b->delta_pct, b->delta_lo_pct,
-                  b->delta_hi_pct);
+            onote(r, "fp16 does not fit at batch %d (%s): %s's ΔE against it (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) is "
+                     "what the energy would be if it did", b->batch, f16->reason, eco_precision_name(b->precision), b->delta_pct,
+                  b->delta_lo_pct, b->delta_hi_pct);
         else if (b->delta_lo_pct < 0 && b->delta_hi_pct > 0)
             onote(r, "%s's ΔE (%+.1f%%, 95%% range %+.1f%% to %+.1f%%) does not tell it from fp16: it is recommended on its "
                      "central value, and fp16 at the same batch may use as little energy",
