@@ -3,6 +3,7 @@
  * move every estimate of its architecture. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "eco/fit.h"
@@ -93,7 +94,84 @@ static bool window_speed_range(const json_t *doc, const char *precision, double 
     return any;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A precision's windows' decode_mj_per_token_gross (those that give one), at most cap, in *count (which may pass
+ * cap: the count is what the document holds). */
+static void window_decode_figures(const json_t *doc, const char *precision, double *out, size_t cap, size_t *count)
+{
+    size_t i, m = 0;
+    json_t *w;
+    double v;
+    json_array_foreach(json_object_get(doc, "windows"), i, w) {
+        const char *p = str(w, "precision");
+        if (!p || !precision || strcmp(p, precision) || !number(w, "decode_mj_per_token_gross", &v)) continue;
+        if (m < cap) out[m] = v;
+        m++;
+    }
+    *count = m;
+}
+
+/* The most samples (and windows of a precision) matched one to one; a longer run is checked by its average only. */
+#define MATCH_MAX 256
+
 #define ADD(path, ...) ok &= eco_schema_errors_add(errs, path, "consistency", __VA_ARGS__)
+
+/* The samples are the windows' figures (one window a block, its decode energy a token), where the document keeps
+ * windows that give them: false (and said) where they differ in count or, sorted, in value. */
+static bool samples_are_windows(const json_t *doc, const char *precision, const json_t *samples, size_t i,
+                                eco_schema_errors *errs, bool *ok_out)
+{
+    bool ok = true;
+    double win[MATCH_MAX], smp[MATCH_MAX];
+    size_t m, ns = json_array_size(samples);
+    char at[96];
+    window_decode_figures(doc, precision, win, MATCH_MAX, &m);
+    if (m == 0) return true;
+    snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
+    if (m != ns) {
+        ADD(at, "%zu samples, but %zu windows of %s give a decode figure (one sample a window)", ns, m, precision);
+        *ok_out &= ok;
+        return false;
+    }
+    for (size_t k = 0; k < ns; k++) smp[k] = json_number_value(json_array_get(samples, k));
+    qsort(win, m, sizeof win[0], compare_doubles);
+    qsort(smp, ns, sizeof smp[0], compare_doubles);
+    for (size_t k = 0; k < ns; k++)
+        if (!(fabs(smp[k] - win[k]) <= SAMPLES_SLACK * fabs(win[k]) + 0.01)) {
+            ADD(at, "the samples are not the windows' decode_mj_per_token_gross: %g mJ against %g (the %zu%s smallest of each)",
+                smp[k], win[k], k + 1, k == 0 ? "st" : k == 1 ? "nd" : k == 2 ? "rd" : "th");
+            *ok_out &= ok;
+            return false;
+        }
+    return true;
+}
+
+/* Each window's decode figure is its energy less the prefill's, a token. */
+static bool check_windows(const json_t *doc, eco_schema_errors *errs)
+{
+    bool ok = true;
+    size_t i;
+    json_t *w;
+    char at[96];
+    double energy, tokens, decode, prefill;
+    json_array_foreach(json_object_get(doc, "windows"), i, w) {
+        if (!number(w, "energy_j", &energy) || !number(w, "tokens", &tokens) || !(tokens > 0) ||
+            !number(w, "decode_mj_per_token_gross", &decode))
+            continue;
+        if (!number(w, "prefill_energy_j", &prefill)) prefill = 0;
+        double want = (energy - prefill) * 1000.0 / tokens;
+        if (!(fabs(decode - want) <= SAMPLES_SLACK * fabs(want) + 0.01)) {
+            snprintf(at, sizeof at, "/windows/%zu/decode_mj_per_token_gross", i);
+            ADD(at, "%g mJ a token, but the window's energy gives %g ((energy_j - prefill_energy_j) x 1000 / tokens)", decode, want);
+        }
+    }
+    return ok;
+}
 
 static bool check_results(const json_t *doc, eco_schema_errors *errs)
 {
@@ -138,6 +216,8 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         } else if (ns && numeric == ns && has_gross && !(fabs(sum / (double)ns - gross) <= SAMPLES_SLACK * gross + 0.01)) {
             snprintf(at, sizeof at, "/results/%zu/samples_mj_per_token", i);
             ADD(at, "the samples average %g mJ, the result says %g", sum / (double)ns, gross);
+        } else if (ns && numeric == ns && ns <= MATCH_MAX && !samples_are_windows(doc, p, samples, i, errs, &ok)) {
+            /* said by samples_are_windows */
         } else if (ns >= 2 && numeric == ns) {
             /* the spread the fit weighs by and the estimates print as CV: the samples' own */
             double mean_s = sum / (double)ns, ss = 0, sd_mj, cv;
@@ -430,6 +510,7 @@ eco_err eco_energy_check_consistency(const json_t *doc, eco_schema_errors *errs)
     bool ok = check_results(doc, errs);
     ok &= check_comparisons(doc, errs);
     ok &= check_run(doc, errs);
+    ok &= check_windows(doc, errs);
     if (!ok) return eco_fail(ECO_ENOMEM, "energy.json check: out of memory");
     size_t found = errs->count + errs->dropped - before;
     if (found) return eco_fail(ECO_EINVAL, "energy.json: %zu inconsistenc%s between its figures", found, found == 1 ? "y" : "ies");

@@ -117,6 +117,11 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     params_millions: mutate((d) => { delete d.weights.preset; delete d.weights.synthetic_seed; d.weights.source = 'checkpoint'; d.weights.checkpoint_sha256 = 'a'.repeat(64); d.weights.params_b *= 1000; }),
     // trials without samples; a meter called measured whose self-test failed or that dropped more than it took
     no_samples: mutate((d) => { delete d.results[0].samples_mj_per_token; }),
+    // the samples are the windows' figures, and a window's figure its energy less the prefill's, a token
+    samples_not_windows: mutate((d) => { const x = d.results[0].samples_mj_per_token; x[0] += 1; x[1] -= 1; }),
+    window_decode: mutate((d) => { d.windows.find((w) => w.precision === d.results[0].precision).decode_mj_per_token_gross *= 1.1; }),
+    window_energy: mutate((d) => { d.windows[2].energy_j *= 1.05; }),
+    window_missing: mutate((d) => { const k = d.windows.findIndex((w) => w.precision === d.results[0].precision); d.windows.splice(k, 1); }),
     selftest_failed: mutate((d) => { d.meter.self_test.idle_check_passed = false; }),
     dropped: mutate((d) => { d.meter.dropped_samples = d.meter.sampler_samples + 1; }),
   };

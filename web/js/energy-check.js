@@ -28,6 +28,18 @@ function decodeTimeShare(doc, precision) {
   return total > 0 && decode < total ? decode / total : 1;
 }
 
+// A precision's windows' decode_mj_per_token_gross, those that give one.
+function windowDecodeFigures(doc, precision) {
+  const out = [];
+  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
+    if (!w || w.precision !== precision || num(w.decode_mj_per_token_gross) === undefined) continue;
+    out.push(w.decode_mj_per_token_gross);
+  }
+  return out;
+}
+const MATCH_MAX = 256; // the most samples matched one to one with their windows (a longer run: its average only)
+const ordinal = (k) => (k === 1 ? 'st' : k === 2 ? 'nd' : k === 3 ? 'rd' : 'th');
+
 // The range of a precision's window speeds (tokens over decode seconds), or undefined where none are kept.
 function windowSpeedRange(doc, precision) {
   let lo, hi;
@@ -52,6 +64,25 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
   const add = (pointer, message) => out.push({ pointer, keyword: 'consistency', message });
   if (!doc || typeof doc !== 'object' || Array.isArray(doc)) { add('', 'not a JSON object'); return out; }
   const results = Array.isArray(doc.results) ? doc.results : [];
+  // the samples are the windows' figures (one window a block), where the document keeps windows that give them
+  const samplesAreWindows = (precision, samples, i) => {
+    const win = windowDecodeFigures(doc, precision);
+    if (win.length === 0) return true;
+    const at = `/results/${i}/samples_mj_per_token`;
+    if (win.length !== samples.length) {
+      add(at, cfmt('%zu samples, but %zu windows of %s give a decode figure (one sample a window)', samples.length, win.length, precision));
+      return false;
+    }
+    const byValue = (a, b) => a - b;
+    const w = [...win].sort(byValue), s = [...samples].sort(byValue);
+    for (let k = 0; k < s.length; k++)
+      if (!(Math.abs(s[k] - w[k]) <= SAMPLES_SLACK * Math.abs(w[k]) + 0.01)) {
+        add(at, cfmt("the samples are not the windows' decode_mj_per_token_gross: %g mJ against %g (the %zu%s smallest of each)",
+          s[k], w[k], k + 1, ordinal(k + 1)));
+        return false;
+      }
+    return true;
+  };
   const resultIndex = (p) => results.findIndex((r) => r && r.precision === p);
   results.forEach((r, i) => {
     if (!r) return;
@@ -75,7 +106,9 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       if (num(r.n) !== undefined && samples.length !== r.n) add(`/results/${i}/n`, cfmt('n %g with %zu samples', r.n, samples.length));
       else if (gross !== undefined && !(Math.abs(mean - gross) <= SAMPLES_SLACK * gross + 0.01))
         add(`/results/${i}/samples_mj_per_token`, cfmt('the samples average %g mJ, the result says %g', mean, gross));
-      else if (samples.length >= 2) {
+      else if (samples.length <= MATCH_MAX && !samplesAreWindows(r.precision, samples, i)) {
+        // said by samplesAreWindows
+      } else if (samples.length >= 2) {
         const sd = Math.sqrt(samples.reduce((a, x) => a + (x - mean) ** 2, 0) / (samples.length - 1));
         const cv = mean > 0 ? (100 * sd) / mean : undefined;
         if (num(r.sd_mj) !== undefined && !(Math.abs(r.sd_mj - sd) <= SPREAD_SLACK * sd + 0.01))
@@ -214,5 +247,15 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
         add(`/results/${i}/tokens_per_s`, cfmt('%g tokens/s is over what the %s can stream: %s in %s reads %.3g GB a token, at most %.0f tokens/s at batch %g',
           tps, b.card, b.model, r.precision, b.gb_per_token, b.ceiling, batch));
     });
+  // each window's decode figure is its energy less the prefill's, a token
+  (Array.isArray(doc.windows) ? doc.windows : []).forEach((w, i) => {
+    if (!w) return;
+    const energy = num(w.energy_j), tokens = num(w.tokens), decode = num(w.decode_mj_per_token_gross);
+    if (energy === undefined || tokens === undefined || !(tokens > 0) || decode === undefined) return;
+    const want = ((energy - (num(w.prefill_energy_j) ?? 0)) * 1000) / tokens;
+    if (!(Math.abs(decode - want) <= SAMPLES_SLACK * Math.abs(want) + 0.01))
+      add(`/windows/${i}/decode_mj_per_token_gross`,
+        cfmt("%g mJ a token, but the window's energy gives %g ((energy_j - prefill_energy_j) x 1000 / tokens)", decode, want));
+  });
   return out;
 }
