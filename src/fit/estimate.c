@@ -614,15 +614,19 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     /* a long context: the short-context ΔE, and the KV cache's share that every format reads alike */
     e->short_delta_pct = e->delta_pct, e->short_lo_pct = e->lo_pct, e->short_hi_pct = e->hi_pct, e->short_label = e->label;
     double fp16_bytes = q->fp16_bytes_per_token > 0 ? q->fp16_bytes_per_token : q->bytes_per_token;
-    double kv1 = eco_kv_share_beyond_measured(q->ctx, 1, q->kv_bytes_per_position, fp16_bytes);
-    if (kv1 > ECO_KV_SHARE_MEASURED) {
-        e->ctx_kv_share = kv1;
-        eco_delta_at_ctx(kv1, &e->delta_pct, &e->lo_pct, &e->hi_pct);
+    /* at the batch asked: each sequence reads its own KV cache, the weights are read once a step for all of them, so
+     * the KV share of a step grows with the batch (batch 64 at ctx 4096 reads several times a 7B's weights) */
+    double kvb = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
+    if (kvb > ECO_KV_SHARE_MEASURED) {
+        e->ctx_kv_share = kvb;
+        eco_delta_at_ctx(kvb, &e->delta_pct, &e->lo_pct, &e->hi_pct);
         e->label = worse(e->label, ECO_LABEL_ESTIMATED);
-        note(e, "at ctx %d the KV cache (fp16 in every format) adds about %.0f%% to an fp16 step's bytes beyond the "
+        char at_batch[32] = "";
+        if (q->batch > 1) snprintf(at_batch, sizeof at_batch, " at batch %d", q->batch);
+        note(e, "at ctx %d the KV cache (fp16 in every format) adds about %.0f%% to an fp16 step's bytes%s beyond the "
                 "short-context (<= %d positions) measurements, and about the same energy to both: ΔE %+.1f%% becomes "
                 "%+.1f%%, estimated (KV energy per byte taken at %.1f-%.1fx fp16's per weight byte for the range)",
-             q->ctx, 100 * kv1, ECO_MEASURED_CTX, e->short_delta_pct, e->delta_pct, ECO_KV_ALPHA_LO, ECO_KV_ALPHA_HI);
+             q->ctx, 100 * kvb, at_batch, ECO_MEASURED_CTX, e->short_delta_pct, e->delta_pct, ECO_KV_ALPHA_LO, ECO_KV_ALPHA_HI);
     }
     e->recommendation = e->hi_pct < 0 ? ECO_REC_QUANTIZE : e->lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : ECO_REC_DEPENDS;
 

@@ -430,7 +430,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         double dpct = 0, dlo = 0, dhi = 0;
         eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
         bool proxy_delta = false, composed = false;
-        double d_short = 0; /* ΔE at the measurements' short context: the KV energy is added to it per batch below */
+        double d_short = 0, d_short_lo = 0, d_short_hi = 0; /* ΔE at the measurements' short context: rescaled per batch */
+        eco_label d_short_label = ECO_LABEL_MEASURED;
         if (p != ECO_PREC_FP16) {
             /* at this context, as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx) */
             eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
@@ -438,7 +439,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             eco_estimate_query_model_bytes(&eq, q->preset);
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
             dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
-            d_short = est.short_delta_pct;
+            d_short = est.short_delta_pct, d_short_lo = est.short_lo_pct, d_short_hi = est.short_hi_pct;
+            d_short_label = est.short_label;
             proxy_delta = est.proxy_reason != NULL;
             composed = r->energy_absolute && eco_energy_composed(fb, est.curve);
         }
@@ -465,9 +467,17 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
             /* the KV energy both formats pay: fp16's at this batch times the step's KV share */
             double kv_step = eco_kv_share_beyond_measured(q->ctx, b, kv_pos, fp16_rbytes);
+            if (p != ECO_PREC_FP16 && b > 1) {
+                /* ΔE at this batch, as /v1/estimate answers it at this batch: its step's KV share, not batch 1's */
+                c->delta_pct = d_short, c->delta_lo_pct = d_short_lo, c->delta_hi_pct = d_short_hi, c->delta_label = d_short_label;
+                if (kv_step > ECO_KV_SHARE_MEASURED) {
+                    eco_delta_at_ctx(kv_step, &c->delta_pct, &c->delta_lo_pct, &c->delta_hi_pct);
+                    if (c->delta_label < ECO_LABEL_ESTIMATED) c->delta_label = ECO_LABEL_ESTIMATED;
+                }
+            }
             c->energy_rel_fp16 = (1 + d_short / 100 + (kv_step > ECO_KV_SHARE_MEASURED ? kv_step : 0)) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
-            c->energy_label = dlabel > c->batch_label ? dlabel : c->batch_label;
+            c->energy_label = c->delta_label > c->batch_label ? c->delta_label : c->batch_label;
             if (r->energy_absolute && fp16e.label > c->energy_label) c->energy_label = fp16e.label;
             if (composed && c->energy_label < ECO_LABEL_ESTIMATED) c->energy_label = ECO_LABEL_ESTIMATED;
             /* a step cannot draw more than the board allows: energy per step / power limit bounds it from below
@@ -510,9 +520,10 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     if (long_ctx)
         onote(r, "at ctx %d the KV cache adds over %.0f%% to a step's bytes in %zu configurations, beyond the short-context "
                  "measurements: their energy is estimated", q->ctx, 100 * ECO_KV_SHARE_MEASURED, long_ctx);
-    if (kv1 > ECO_KV_SHARE_MEASURED)
-        onote(r, "at ctx %d the KV cache (fp16 in every format) adds %.0f%% to an fp16 batch-1 step's bytes and about the same "
-                 "energy to every format: each ΔE is its short-context figure / (1 + %.2f), estimated", q->ctx, 100 * kv1, kv1);
+    if (kv1 > ECO_KV_SHARE_MEASURED || (kv1 > 0 && long_ctx))
+        onote(r, "at ctx %d the KV cache (fp16 in every format) adds %.0f%% to an fp16 batch-1 step's bytes, b times that at "
+                 "batch b, and about the same energy to every format: each ΔE is its short-context figure / (1 + that share) "
+                 "where the share passes %.0f%%, estimated", q->ctx, 100 * kv1, 100 * ECO_KV_SHARE_MEASURED);
     if (power_bounded)
         onote(r, "%zu of %zu configurations are slower than the roofline: their energy per step over the %s's %.0f W board "
                  "limit (bound \"power\")", power_bounded, r->n, q->gpu->name, q->gpu->board_power_w);

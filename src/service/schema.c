@@ -144,7 +144,7 @@ static json_t *estimate_response(void)
                described(nullable(obj("kv_share_fp16", t("number"), "short_delta_pct", t("number"), "short_range95", range95(false),
                                       "short_label", enum_of("measured", "interpolated", "extrapolated", "estimated", NULL), NULL)),
                          "Set when a long ctx rescaled ΔE (the KV cache, fp16 in every format, adds about the same energy to both): "
-                         "the fp16 step's KV share beyond the measured context and the data's short-context ΔE; the answer is then "
+                         "the fp16 step's KV share at the batch asked (batch × the batch-1 share) beyond the measured context and the data's short-context ΔE; the answer is then "
                          "estimated from the architecture's own data, not a proxy."), "recommendation",
                enum_of("quantize", "do_not_quantize", "depends", NULL), "crossover_b", tnull("number"), "curve", curve, "energy",
                nullable(energy), "notes", str_list(), NULL);
@@ -178,7 +178,12 @@ static json_t *candidate(void)
     return obj("precision", any_precision(), "batch", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "vram_gb", num_excl(0),
                "weights_gb", num_excl(0), "kv_gb", num_min(0), "latency_ms", num_excl(0), "throughput_tok_s", num_excl(0), "bound",
                enum_of("memory", "compute", "power", NULL), "delta_pct", t("number"), "delta_range95", range95(false),
-               "energy_mj_per_token", tnull("number"), "energy_rel_fp16", num_excl(0), "feasible", t("boolean"), "reason",
+               "energy_mj_per_token", tnull("number"), "energy_rel_fp16",
+               described(num_excl(0), "Energy per token relative to fp16 at batch 1 and the measured short context: (1 + short-context "
+                                      "ΔE/100 + the step's KV share) × the batch factor. Not this candidate's ΔE (delta_pct "
+                                      "compares it with fp16 at its own batch and context): 0.13 is 87% less than fp16 at batch 1, "
+                                      "1.6 at a long context is 60% more than fp16 at batch 1 and short context."),
+               "feasible", t("boolean"), "reason",
                tnull("string"), "basis",
                obj("delta", label(), "energy", label(), "batch", label(), "vram", enum_of("modelled", NULL), "latency",
                    enum_of("modelled", NULL), NULL),

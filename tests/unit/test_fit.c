@@ -329,6 +329,22 @@ static void test_provenance_when_request_and_data_differ(void **state)
     assert_near(e.e_fp16.value_mj, s0.e_fp16.value_mj * 1.1, 1e-6);
     assert_near(e.e_quant.value_mj, s0.e_fp16.value_mj * (1 + s0.delta_pct / 100 + 0.1), 1e-6);
     assert_near(e.e_quant.value_mj / e.e_fp16.value_mj, 1 + e.delta_pct / 100, 1e-9); /* the two agree at batch 1 */
+    /* at batch 4 every sequence reads its own cache while the weights are read once: 4 x 10% of a step, so ΔE
+     * shrinks by 1/1.4, and the two energies still agree with it */
+    q.batch = 4;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.ctx_kv_share, 0.4, 1e-12);
+    assert_near(e.delta_pct, s0.delta_pct / 1.4, 1e-9);
+    assert_near(e.short_delta_pct, s0.delta_pct, 1e-12);
+    assert_near(e.e_quant.value_mj / e.e_fp16.value_mj, 1 + e.delta_pct / 100, 1e-9);
+    /* a share under 5% at batch 1 passes it at batch 2: 4% becomes 8% */
+    q.kv_bytes_per_position = 4e4;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_ESTIMATED);
+    assert_near(e.delta_pct, s0.delta_pct / 1.16, 1e-9);
+    q.kv_bytes_per_position = 1e5;
+    q.batch = 1;
     q.kv_bytes_per_position = 4e4;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_MEASURED);
@@ -1029,6 +1045,33 @@ static void test_optimizer_sure_saving(void **state)
     assert_int_equal(nf4->delta_label, ECO_LABEL_ESTIMATED);
     assert_near(nf4->energy_rel_fp16, 1 + est.delta_pct / 100 + (est0.delta_pct - est.delta_pct) / 100 +
                                           (est0.delta_pct / est.delta_pct - 1), 1e-9); /* 1 + ΔE_short + kv1 */
+    /* at batch 8 the candidate's ΔE is the estimate's at batch 8 (eight caches to a step), and its energy against
+     * fp16's at batch 8 says the same */
+    q.batch = 8;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    eq.ctx = 65536;
+    eq.batch = 8;
+    eco_estimate est8;
+    assert_int_equal(eco_estimate_run(set, &eq, &est8), ECO_OK);
+    const eco_candidate *nf4_8 = NULL, *fp16_8 = NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->cand[i].precision == ECO_PREC_NF4) nf4_8 = &r->cand[i];
+        if (r->cand[i].precision == ECO_PREC_FP16) fp16_8 = &r->cand[i];
+    }
+    assert_non_null(nf4_8);
+    assert_non_null(fp16_8);
+    assert_int_equal(nf4_8->batch, 8);
+    assert_near(nf4_8->delta_pct, est8.delta_pct, 1e-9);
+    assert_near(nf4_8->delta_lo_pct, est8.lo_pct, 1e-9);
+    assert_near(nf4_8->delta_hi_pct, est8.hi_pct, 1e-9);
+    assert_true(fabs(est8.delta_pct) < fabs(est.delta_pct));
+    assert_near(nf4_8->energy_rel_fp16 / fp16_8->energy_rel_fp16, 1 + nf4_8->delta_pct / 100, 1e-9);
+    q.batch = 1;
+    assert_int_equal(eco_optimize_run(set, &q, r), ECO_OK);
+    nf4 = NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->cand[i].precision == ECO_PREC_NF4 && r->cand[i].batch == 1) nf4 = &r->cand[i];
+    assert_non_null(nf4);
     /* an own curve's ΔE rescaled for the context is not a borrowed one: a saving still beats fp16 */
     assert_false(nf4->borrowed);
     assert_true(r->best >= 0 && r->cand[r->best].precision != ECO_PREC_FP16);
