@@ -1,6 +1,7 @@
 /* GPU hardware table and the precision x batch optimizer. Every candidate field carries its basis: ΔE from the
  * estimator's label, VRAM and latency "modelled" (byte accounting and a bandwidth/compute roofline). */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,27 @@ static const eco_gpu_spec gpus[] = {
     {"RTX A4000", "ampere", 16, 448, 76.7, 140, "NVIDIA RTX A4000 datasheet"},
     {"A2", "ampere", 16, 200, 18, 60, "NVIDIA A2 datasheet"},
     {"Quadro RTX 4000", "turing", 8, 416, 57, 160, "NVIDIA Quadro RTX 4000 datasheet"},
+    /* the rest of the GeForce RTX line-ups and the datacenter Ampere/Ada cards: a GeForce card outside the table had
+     * stood in as its architecture's datacenter reference (an RTX 3080 as an 80 GB A100) */
+    {"RTX 3080", "ampere", 10, 760, 59.5, 320, "GeForce RTX 3080 specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3080 Ti", "ampere", 12, 912, 68.0, 350, "GeForce RTX 3080 Ti specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3090 Ti", "ampere", 24, 1008, 80.0, 450, "GeForce RTX 3090 Ti specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 2080", "turing", 8, 448, 40.3, 215, "GeForce RTX 2080 specs; fp16 from the Turing whitepaper by SMs x clock"},
+    {"RTX 2080 Ti", "turing", 11, 616, 53.9, 250, "GeForce RTX 2080 Ti specs; fp16 from the Turing whitepaper by SMs x clock"},
+    {"RTX 4080", "ada", 16, 716.8, 97.4, 320, "GeForce RTX 4080 specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4080 SUPER", "ada", 16, 736, 104.4, 320, "GeForce RTX 4080 SUPER specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4070 Ti", "ada", 12, 504, 80.1, 285, "GeForce RTX 4070 Ti specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4070", "ada", 12, 504, 60.3, 200, "GeForce RTX 4070 specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4060 Ti", "ada", 8, 288, 44.3, 160, "GeForce RTX 4060 Ti (8 GB) specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4060", "ada", 8, 272, 30.4, 115, "GeForce RTX 4060 specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 5080", "blackwell", 16, 960, 112.3, 360, "GeForce RTX 5080 specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"RTX 5070 Ti", "blackwell", 16, 896, 87.5, 300, "GeForce RTX 5070 Ti specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"RTX 5070", "blackwell", 12, 672, 62.6, 250, "GeForce RTX 5070 specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"RTX 5060 Ti", "blackwell", 8, 448, 47.2, 180, "GeForce RTX 5060 Ti (8 GB) specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"RTX 5060", "blackwell", 8, 448, 38.3, 145, "GeForce RTX 5060 specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"A40", "ampere", 48, 696, 149.7, 300, "NVIDIA A40 datasheet"},
+    {"A30", "ampere", 24, 933, 165, 165, "NVIDIA A30 datasheet"},
+    {"L40", "ada", 48, 864, 181, 300, "NVIDIA L40 datasheet"},
 };
 static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"t4", 0},         {"teslat4", 0},   {"a10", 1},        {"a10g", 1},       {"rtx3090", 2},   {"3090", 2},
@@ -51,6 +73,12 @@ static const struct { const char *alias; size_t idx; } gpu_alias[] = {
     {"rtx3060", 14},   {"3060", 14},     {"rtx3070", 15},   {"3070", 15},      {"rtx3050", 16},  {"3050", 16},
     {"rtx2060", 17},   {"2060", 17},     {"rtx2070", 18},   {"2070", 18},      {"rtxa4000", 19}, {"a4000", 19},
     {"a2", 20},        {"quadrortx4000", 21},
+    {"rtx3080", 22},   {"3080", 22},     {"rtx3080ti", 23}, {"3080ti", 23},    {"rtx3090ti", 24}, {"3090ti", 24},
+    {"rtx2080", 25},   {"2080", 25},     {"rtx2080ti", 26}, {"2080ti", 26},    {"rtx4080", 27},  {"4080", 27},
+    {"rtx4080super", 28}, {"4080super", 28}, {"rtx4070ti", 29}, {"4070ti", 29}, {"rtx4070", 30},  {"4070", 30},
+    {"rtx4060ti", 31}, {"4060ti", 31},   {"rtx4060", 32},   {"4060", 32},      {"rtx5080", 33},  {"5080", 33},
+    {"rtx5070ti", 34}, {"5070ti", 34},   {"rtx5070", 35},   {"5070", 35},      {"rtx5060ti", 36}, {"5060ti", 36},
+    {"rtx5060", 37},   {"5060", 37},     {"a40", 38},       {"a30", 39},       {"l40", 40},
 };
 /* Cards the table does not hold whose closest table card is not their architecture's reference card */
 static const struct { const char *prefix; size_t idx; } closest[] = {
@@ -112,6 +140,52 @@ static bool only_form_and_memory(const char *rest, double vram_gb)
     return true;
 }
 
+static int geforce_number(const char *normalised);
+static int geforce_number_of(const eco_gpu_spec *g)
+{
+    char n[64];
+    normalise(g->name, n, sizeof n);
+    return geforce_number(n);
+}
+
+/* A GeForce RTX model number ("rtx4050..." -> 4050), or 0. */
+static int geforce_number(const char *normalised)
+{
+    if (strncmp(normalised, "rtx", 3)) return 0;
+    const char *d = normalised + 3;
+    for (int k = 0; k < 4; k++)
+        if (!isdigit((unsigned char)d[k])) return 0;
+    if (isdigit((unsigned char)d[4])) return 0;
+    return (d[0] - '0') * 1000 + (d[1] - '0') * 100 + (d[2] - '0') * 10 + (d[3] - '0');
+}
+
+/* The table's GeForce card of this architecture with the nearest model number (the lower on a tie), for a
+ * GeForce name the table lacks; NULL for other names. */
+static const eco_gpu_spec *nearest_geforce(const char *normalised, const char *arch)
+{
+    int want = geforce_number(normalised), best_gap = INT_MAX;
+    const eco_gpu_spec *best = NULL;
+    if (!want) return NULL;
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        char n[64];
+        normalise(gpus[i].name, n, sizeof n);
+        int have = geforce_number(n);
+        if (!have || strcmp(gpus[i].arch, arch)) continue;
+        int gap = abs(have - want);
+        /* on a tie the lower number, then the smaller memory and board power (a 5070 before a 5070 Ti): the budget
+         * of the lesser card */
+        bool better = gap < best_gap;
+        if (gap == best_gap && best) {
+            int bn = geforce_number_of(best);
+            better = have != bn ? have < bn
+                     : gpus[i].vram_gb != best->vram_gb ? gpus[i].vram_gb < best->vram_gb
+                                                         : gpus[i].board_power_w < best->board_power_w;
+        }
+        if (better) best_gap = gap, best = &gpus[i];
+    }
+    return best;
+}
+
 eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
 {
     char n[128];
@@ -146,6 +220,12 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
         }
     const char *arch;
     if (eco_arch_from_gpu_name(name, &arch) == ECO_OK) {
+        const eco_gpu_spec *geforce = nearest_geforce(n, arch);
+        if (geforce) { /* a GeForce card the table lacks ("RTX 4050"): the nearest model number, not a datacenter card */
+            *out = geforce;
+            if (exact) *exact = false;
+            return ECO_OK;
+        }
         for (size_t i = 0; i < sizeof arch_ref / sizeof arch_ref[0]; i++)
             if (!strcmp(arch_ref[i].arch, arch)) {
                 *out = &gpus[arch_ref[i].idx];

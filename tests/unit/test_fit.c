@@ -750,9 +750,22 @@ static void test_unknown_gpu(void **state)
     assert_false(exact);
     assert_int_equal(eco_gpu_find("NVIDIA RTX 4000 Ada Generation", &g, &exact), ECO_OK); /* not the Quadro RTX 4000 */
     assert_string_equal(g->arch, "ada");
-    assert_int_equal(eco_gpu_find("RTX 4080", &g, &exact), ECO_OK); /* known arch, card not in the table */
-    assert_false(exact);
-    assert_string_equal(g->arch, "ada");
+    /* the GeForce line-ups are in the table: an RTX 3080 had stood in as an 80 GB A100 (QA: API) */
+    assert_int_equal(eco_gpu_find("NVIDIA GeForce RTX 3080", &g, &exact), ECO_OK);
+    assert_true(exact && !strcmp(g->name, "RTX 3080") && g->vram_gb == 10);
+    assert_int_equal(eco_gpu_find("RTX 4080 SUPER", &g, &exact), ECO_OK);
+    assert_true(exact && !strcmp(g->name, "RTX 4080 SUPER"));
+    /* a GeForce card the table lacks: the nearest model number of its architecture (lower on a tie, then the
+     * smaller memory), never the architecture's datacenter reference */
+    static const struct { const char *asked, *card; } geforce[] = {
+        {"RTX 2060 SUPER", "RTX 2060"}, {"RTX 3060 Ti", "RTX 3060"}, {"RTX 5050", "RTX 5060"}, {"RTX 4070 SUPER", "RTX 4070"},
+    };
+    for (size_t i = 0; i < sizeof geforce / sizeof geforce[0]; i++) {
+        assert_int_equal(eco_gpu_find(geforce[i].asked, &g, &exact), ECO_OK);
+        if (exact || strcmp(g->name, geforce[i].card)) fail_msg("%s: %s, exact %d", geforce[i].asked, g->name, exact);
+    }
+    assert_int_equal(eco_gpu_find("NVIDIA RTX 3070 Laptop GPU", &g, &exact), ECO_OK);
+    assert_true(!exact && !strcmp(g->name, "RTX 3070"));
 }
 
 /* The request resolvers the service and the browser share. */
