@@ -251,6 +251,8 @@ static void put_recommended_n(sbuf *s, eco_service *svc, const json_t *r)
         json_object_set_new(q, "params_b", json_real(asked));
     /* the context the optimizer answered for (2048 when none was asked): a long one rescales ΔE there too */
     if (json_is_integer(at(in, "ctx"))) json_object_set_new(q, "ctx", json_integer(json_integer_value(at(in, "ctx"))));
+    /* and at the recommended batch: a long context's KV share, and so ΔE and its label, grow with it */
+    if (json_is_integer(at(best, "batch"))) json_object_set_new(q, "batch", json_integer(json_integer_value(at(best, "batch"))));
     json_t *est = NULL;
     if (eco_service_estimate(svc, q, ECO_PARAMS_JSON, &est) == ECO_OK) {
         const char *label = strv(est, "label", "unknown");
@@ -264,7 +266,7 @@ static void put_recommended_n(sbuf *s, eco_service *svc, const json_t *r)
     json_decref(q);
 }
 
-static char *optimize_summary(eco_service *svc, const json_t *r)
+static char *optimize_summary(eco_service *svc, const json_t *r, bool ctx_asked)
 {
     sbuf s;
     if (!sb_open(&s)) return NULL;
@@ -275,8 +277,12 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
     else if (model) snprintf(size, sizeof size, "%s", model);
     else if (isfinite(numv(in, "params_b"))) snprintf(size, sizeof size, "a %.3gB model", numv(in, "params_b"));
     else snprintf(size, sizeof size, "the model");
+    char at_ctx[160] = ""; /* the KV cache is sized for it, so energies differ from an estimate at the short context */
+    if (json_is_integer(at(in, "ctx")))
+        snprintf(at_ctx, sizeof at_ctx, " at a context of %lld positions%s", (long long)json_integer_value(at(in, "ctx")),
+                 ctx_asked ? "" : " (the default; estimate_energy without ctx answers at the measured short context)");
     if (json_is_object(best)) {
-        sb_printf(&s, "Best for %s: %s on %s is ", strv(in, "objective", "energy"), size, strv(gpu, "name", "?"));
+        sb_printf(&s, "Best for %s: %s on %s%s is ", strv(in, "objective", "energy"), size, strv(gpu, "name", "?"), at_ctx);
         put_candidate(&s, best);
         sb_printf(&s, ".");
         put_recommended_n(&s, svc, r);
@@ -297,7 +303,7 @@ static char *optimize_summary(eco_service *svc, const json_t *r)
         }
         if (json_array_size(alts)) sb_printf(&s, ".");
     } else {
-        sb_printf(&s, "No configuration of %s on %s meets the budgets (VRAM <= ", size, strv(gpu, "name", "?"));
+        sb_printf(&s, "No configuration of %s on %s%s meets the budgets (VRAM <= ", size, strv(gpu, "name", "?"), at_ctx);
         put_num(&s, "%.3g GB", numv(r, "vram_budget_gb"));
         if (isfinite(numv(in, "max_latency_ms"))) put_num(&s, ", latency <= %.3g ms/token", numv(in, "max_latency_ms"));
         sb_printf(&s, ").");
@@ -319,7 +325,7 @@ static eco_err tool_recommend(void *ctx, const json_t *args, json_t **structured
     eco_service *svc = ctx; /* borrowed from eco_mcp_add_eco_tools */
     eco_err e = eco_service_optimize(svc, args, ECO_PARAMS_JSON, structured);
     if (e) return e;
-    if (!(*summary = optimize_summary(svc, *structured))) return eco_fail(ECO_ENOMEM, "out of memory");
+    if (!(*summary = optimize_summary(svc, *structured, json_object_get(args, "ctx") != NULL))) return eco_fail(ECO_ENOMEM, "out of memory");
     return ECO_OK;
 }
 

@@ -239,7 +239,7 @@ test('recommend_config respects max_vram_gb and orders by the objective', async 
   }
   assert.ok(s.feasible_count >= 1 && s.feasible_count <= s.candidates_count);
   const t = summary(r);
-  assert.match(t, /^Best for energy: a 7B model on RTX 4090 is /);
+  assert.match(t, /^Best for energy: a 7B model on RTX 4090 at a context of 2048 positions \(the default; estimate_energy without ctx answers at the measured short context\) is /);
   assert.ok(t.includes(`${s.recommended.precision} at batch ${s.recommended.batch}`));
   assert.match(t, /\(n=\d+ trials?\)/);
   assert.ok(t.includes('(modelled)'));
@@ -301,7 +301,17 @@ test('recommend_config with a preset model and with an impossible budget', async
   assert.equal(none.structuredContent.recommended, null);
   assert.equal(none.structuredContent.feasible_count, 0);
   assert.ok(none.structuredContent.closest_infeasible.vram_gb > 2);
-  assert.match(summary(none), /^No configuration of a 70B model on RTX 4090 meets the budgets \(VRAM <= 2 GB\)\. Closest: /);
+  assert.match(summary(none), /^No configuration of a 70B model on RTX 4090 at a context of 2048 positions \(the default; estimate_energy without ctx answers at the measured short context\) meets the budgets \(VRAM <= 2 GB\)\. Closest: /);
+
+  // at batch 8 and the default context the recommended ΔE is the estimate's at that batch and context (eight KV
+  // caches a step), and the summary names the context it assumed and gives the same label as the candidate
+  const b8 = await client.callTool({ name: 'recommend_config', arguments: { gpu: 'RTX 4090', params_b: 7, batch: 8 } });
+  const r8 = b8.structuredContent.recommended;
+  assert.ok(summary(b8).startsWith('Best for energy: a 7B model on RTX 4090 at a context of 2048 positions (the default;'), summary(b8));
+  assert.ok(summary(b8).includes(`The ${r8.precision} ΔE is ${r8.basis.delta} (`), summary(b8));
+  const e8 = await client.callTool({ name: 'estimate_energy', arguments: { gpu: 'RTX 4090', params_b: 7, precision: r8.precision, batch: 8, ctx: 2048 } });
+  assert.ok(Math.abs(e8.structuredContent.delta_pct - r8.delta_pct) < 1e-9, `${e8.structuredContent.delta_pct} vs ${r8.delta_pct}`);
+  assert.equal(e8.structuredContent.label, r8.basis.delta);
 });
 
 test('tool execution errors are isError results naming the field', async () => {
