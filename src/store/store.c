@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "eco/model.h"
 #include "store/internal.h"
 
@@ -816,6 +818,29 @@ static eco_err check_doc(const char *what, const char *doc, size_t len)
     return ECO_OK;
 }
 
+/* Whether two JSON values are the same, numbers by value (2.0 is 2: a re-serialised document may print either). */
+static bool same_json_values(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
+    if (json_typeof(a) != json_typeof(b) || !a) return false;
+    if (json_is_array(a)) {
+        if (json_array_size(a) != json_array_size(b)) return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!same_json_values(json_array_get(a, i), json_array_get(b, i))) return false;
+        return true;
+    }
+    if (json_is_object(a)) {
+        if (json_object_size(a) != json_object_size(b)) return false;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v) {
+            if (!same_json_values(v, json_object_get(b, k))) return false;
+        }
+        return true;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
 /* The replication stored with these bytes (by their SHA-256): *found, and *id (may be NULL) when it is. */
 static eco_err replication_by_hash(eco_store *s, const char *sha, int64_t *id, bool *found)
 {
@@ -841,6 +866,11 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
     /* one run is one replication: other bytes under the run id of a valid stored one are refused (an invalid one
      * may be corrected and sent again) */
     static const char same_run[] = "SELECT id FROM replications WHERE validation = 'valid' AND run_id = " DOC_TEXT_AT("?1", "$.run_id");
+    /* nor is it stored again without its run id, or under another: the same card (UUID) and the same results, to the
+     * last digit of every sample, are the same measurement whatever the bytes around them */
+    static const char same_card[] =
+        "SELECT id, doc FROM replications WHERE validation = 'valid' AND json_valid(doc) AND json_valid(?1) AND "
+        "json_extract(doc, '$.environment.gpu.uuid') IS json_extract(?1, '$.environment.gpu.uuid') ORDER BY id";
     if (inserted) *inserted = false;
     eco_err e = check_doc("replication", doc, len);
     if (e) return e;
@@ -862,6 +892,22 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
         if (other)
             return eco_fail_field(ECO_EINVAL, "run_id", "this run is stored as replication #%lld, with other bytes: a run is "
                                   "submitted once (a new measurement has its own run_id)", (long long)other);
+        if (!(st = store_stmt(s, same_card))) return eco_last_error_code();
+        sqlite3_bind_text(st, 1, doc, (int)len, SQLITE_TRANSIENT);
+        json_t *mine = json_loadb(doc, len, 0, NULL);
+        const json_t *results = json_object_get(mine, "results");
+        while (json_is_array(results) && json_array_size(results) && (rc = sqlite3_step(st)) == SQLITE_ROW && !other) {
+            json_t *theirs = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+            if (same_json_values(results, json_object_get(theirs, "results"))) other = sqlite3_column_int64(st, 0);
+            json_decref(theirs);
+        }
+        json_decref(mine);
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return store_db_fail(s, "looking up a replication's measurement");
+        if (other)
+            return eco_fail_field(ECO_EINVAL, "results", "these results (the same card, every sample alike) are stored as "
+                                  "replication #%lld: one measurement is submitted once, whatever its run id",
+                                  (long long)other);
     }
     st = store_stmt(s, ins);
     if (!st) return eco_last_error_code();

@@ -45,6 +45,12 @@ const contradicting = (() => {
   d.comparisons[0].delta_pct = 50;
   return { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(d) };
 })();
+// a stored run again, changed around its results (its run id, its layout): the same measurement
+function sameMeasurement(change, indent) {
+  const d = JSON.parse(readFileSync(join(SRC, 'data/h200/h200_qwen2.5-1.5b.energy.json'), 'utf8'));
+  change(d);
+  return { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(d, null, indent) };
+}
 // a concrete path's documented template (/v1/replications/7 -> /v1/replications/{id})
 const template = (path) => path.replace(/^\/v1\/replications\/\d+$/, '/v1/replications/{id}');
 const CASES = [
@@ -52,6 +58,9 @@ const CASES = [
   // an invalid document or one whose figures contradict each other is refused with its errors (422); in order
   ['post', '/v1/replications', '', raw('data/h200/h200_qwen2.5-1.5b.energy.json'), 201],
   ['post', '/v1/replications', '', raw('data/h200/h200_qwen2.5-1.5b.energy.json'), 200],
+  // the same measurement without its run id, or under another and reformatted: not a second replication
+  ['post', '/v1/replications', '', sameMeasurement((d) => { delete d.run_id; }), 400],
+  ['post', '/v1/replications', '', sameMeasurement((d) => { d.run_id = 'another-id'; }, 2), 400],
   ['post', '/v1/replications', '', raw('data/schema/examples/energy.example.valid.json'), 422],
   ['post', '/v1/replications', '', raw('data/schema/examples/energy.invalid.bad-precision.json'), 422],
   ['post', '/v1/replications', '', contradicting, 422],
