@@ -37,12 +37,12 @@ static const eco_model_config *find_preset(const char *name)
 static int cmd_list(void)
 {
     printf("%-16s %-36s %-8s %7s %6s %7s %5s %6s %5s %8s %10s\n", "name", "hf_id", "family", "params", "layers",
-           "hidden", "heads", "kv", "hd", "vocab", "fp16 GB");
+           "hidden", "heads", "kv", "hd", "vocab", "fp16 GiB");
     for (size_t i = 0; i < eco_preset_count(); i++) {
         const eco_model_config *c = eco_preset_at(i);
         printf("%-16s %-36s %-8s %6.2fB %6d %7d %5d %6d %5d %8d %10.2f\n", c->name, c->hf_id,
                eco_model_family_name(c->family), eco_model_param_count(c) / 1e9, c->layers, c->hidden, c->heads,
-               c->kv_heads, c->head_dim, c->vocab, eco_model_weight_bytes(c, ECO_PREC_FP16, false) / 1e9);
+               c->kv_heads, c->head_dim, c->vocab, eco_model_weight_bytes(c, ECO_PREC_FP16, false) / (1024.0 * 1024.0 * 1024.0));
     }
     return 0;
 }
