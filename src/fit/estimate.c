@@ -612,8 +612,8 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     if (e->lo_pct < -c->s_cap_pct) e->lo_pct = -c->s_cap_pct;
     if (e->delta_pct < -c->s_cap_pct) e->delta_pct = -c->s_cap_pct;
     if (e->label != ECO_LABEL_MEASURED && e->delta_pct <= -c->s_cap_pct + 1e-9)
-        note(e, "ΔE is held at the curve's floor of %+.0f%% (about what %s's fewer weight bytes allow at most): the fitted "
-                "curve runs past it at %.3gB, so the central value is that bound, not a fit", -c->s_cap_pct,
+        note(e, "ΔE at short context is held at the curve's floor of %+.0f%% (about what %s's fewer weight bytes allow at "
+                "most): the fitted curve runs past it at %.3gB, so that central value is the bound, not a fit", -c->s_cap_pct,
              eco_precision_name(q->precision), N);
     /* a long context: the short-context ΔE, and the KV cache's share that every format reads alike */
     e->short_delta_pct = e->delta_pct, e->short_lo_pct = e->lo_pct, e->short_hi_pct = e->hi_pct, e->short_label = e->label;

@@ -44,20 +44,20 @@ static const eco_gpu_spec gpus[] = {
     {"Quadro RTX 4000", "turing", 8, 416, 57, 160, "NVIDIA Quadro RTX 4000 datasheet"},
     /* the rest of the GeForce RTX line-ups and the datacenter Ampere/Ada cards: a GeForce card outside the table had
      * stood in as its architecture's datacenter reference (an RTX 3080 as an 80 GB A100) */
-    {"RTX 3080", "ampere", 10, 760, 59.5, 320, "GeForce RTX 3080 specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3080", "ampere", 10, 760, 59.4, 320, "GeForce RTX 3080 specs; fp16 from the GA102 whitepaper by SMs x clock"},
     {"RTX 3080 Ti", "ampere", 12, 912, 68.0, 350, "GeForce RTX 3080 Ti specs; fp16 from the GA102 whitepaper by SMs x clock"},
-    {"RTX 3090 Ti", "ampere", 24, 1008, 80.0, 450, "GeForce RTX 3090 Ti specs; fp16 from the GA102 whitepaper by SMs x clock"},
+    {"RTX 3090 Ti", "ampere", 24, 1008, 79.8, 450, "GeForce RTX 3090 Ti specs; fp16 from the GA102 whitepaper by SMs x clock"},
     {"RTX 2080", "turing", 8, 448, 40.3, 215, "GeForce RTX 2080 specs; fp16 from the Turing whitepaper by SMs x clock"},
     {"RTX 2080 Ti", "turing", 11, 616, 53.9, 250, "GeForce RTX 2080 Ti specs; fp16 from the Turing whitepaper by SMs x clock"},
     {"RTX 4080", "ada", 16, 716.8, 97.4, 320, "GeForce RTX 4080 specs; fp16 from the Ada whitepaper by SMs x clock"},
     {"RTX 4080 SUPER", "ada", 16, 736, 104.4, 320, "GeForce RTX 4080 SUPER specs; fp16 from the Ada whitepaper by SMs x clock"},
     {"RTX 4070 Ti", "ada", 12, 504, 80.1, 285, "GeForce RTX 4070 Ti specs; fp16 from the Ada whitepaper by SMs x clock"},
-    {"RTX 4070", "ada", 12, 504, 60.3, 200, "GeForce RTX 4070 specs; fp16 from the Ada whitepaper by SMs x clock"},
-    {"RTX 4060 Ti", "ada", 8, 288, 44.3, 160, "GeForce RTX 4060 Ti (8 GB) specs; fp16 from the Ada whitepaper by SMs x clock"},
-    {"RTX 4060", "ada", 8, 272, 30.4, 115, "GeForce RTX 4060 specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4070", "ada", 12, 504, 58.2, 200, "GeForce RTX 4070 specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4060 Ti", "ada", 8, 288, 44.1, 160, "GeForce RTX 4060 Ti (8 GB) specs; fp16 from the Ada whitepaper by SMs x clock"},
+    {"RTX 4060", "ada", 8, 272, 30.2, 115, "GeForce RTX 4060 specs; fp16 from the Ada whitepaper by SMs x clock"},
     {"RTX 5080", "blackwell", 16, 960, 112.3, 360, "GeForce RTX 5080 specs; fp16 from the GB202 whitepaper by SMs x clock"},
     {"RTX 5070 Ti", "blackwell", 16, 896, 87.5, 300, "GeForce RTX 5070 Ti specs; fp16 from the GB202 whitepaper by SMs x clock"},
-    {"RTX 5070", "blackwell", 12, 672, 62.6, 250, "GeForce RTX 5070 specs; fp16 from the GB202 whitepaper by SMs x clock"},
+    {"RTX 5070", "blackwell", 12, 672, 61.5, 250, "GeForce RTX 5070 specs; fp16 from the GB202 whitepaper by SMs x clock"},
     {"RTX 5060 Ti", "blackwell", 8, 448, 47.2, 180, "GeForce RTX 5060 Ti (8 GB) specs; fp16 from the GB202 whitepaper by SMs x clock"},
     {"RTX 5060", "blackwell", 8, 448, 38.3, 145, "GeForce RTX 5060 specs; fp16 from the GB202 whitepaper by SMs x clock"},
     {"A40", "ampere", 48, 696, 149.7, 300, "NVIDIA A40 datasheet"},
@@ -148,15 +148,22 @@ static int geforce_number_of(const eco_gpu_spec *g)
     return geforce_number(n);
 }
 
-/* A GeForce RTX model number ("rtx4050..." -> 4050), or 0. */
+/* A GeForce RTX model number ("rtx4050..." -> 4050), or 0: a tier x050..x090, followed by nothing or by what a
+ * GeForce name adds (Ti, SUPER, D, Laptop/Mobile, Max-Q). "RTX 4000 Ada Generation" is a workstation card, not a
+ * GeForce one (its memory is not a 4060's). */
 static int geforce_number(const char *normalised)
 {
     if (strncmp(normalised, "rtx", 3)) return 0;
     const char *d = normalised + 3;
     for (int k = 0; k < 4; k++)
         if (!isdigit((unsigned char)d[k])) return 0;
-    if (isdigit((unsigned char)d[4])) return 0;
-    return (d[0] - '0') * 1000 + (d[1] - '0') * 100 + (d[2] - '0') * 10 + (d[3] - '0');
+    int tier = (d[2] - '0') * 10 + (d[3] - '0');
+    if (tier < 50 || tier > 90 || tier % 10) return 0;
+    static const char *const suffixes[] = {"", "ti", "super", "tisuper", "d", "laptop", "laptopgpu", "mobile", "maxq"};
+    bool geforce = false;
+    for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0] && !geforce; k++) geforce = !strcmp(d + 4, suffixes[k]);
+    if (!geforce) return 0;
+    return (d[0] - '0') * 1000 + (d[1] - '0') * 100 + tier;
 }
 
 /* The table's GeForce card of this architecture with the nearest model number (the lower on a tie), for a
@@ -233,9 +240,9 @@ eco_err eco_gpu_find(const char *name, const eco_gpu_spec **out, bool *exact)
                 return ECO_OK;
             }
     }
-    char list[512];
+    char list[1024];
     size_t len = 0;
-    for (size_t i = 0; i < eco_gpu_count(); i++)
+    for (size_t i = 0; i < eco_gpu_count() && len < sizeof list; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", gpus[i].name);
     return eco_fail_field(ECO_ENOTFOUND, "gpu",
                           "unknown GPU '%s'; supported cards: %s; or an architecture: turing, ampere, ada, hopper, blackwell",

@@ -821,8 +821,9 @@ static eco_err check_doc(const char *what, const char *doc, size_t len)
 /* Whether two JSON values are the same, numbers by value (2.0 is 2: a re-serialised document may print either). */
 static bool same_json_values(const json_t *a, const json_t *b)
 {
+    if (!a || !b) return a == b; /* a key one side lacks, or a document that did not parse */
     if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
-    if (json_typeof(a) != json_typeof(b) || !a) return false;
+    if (json_typeof(a) != json_typeof(b)) return false;
     if (json_is_array(a)) {
         if (json_array_size(a) != json_array_size(b)) return false;
         for (size_t i = 0; i < json_array_size(a); i++)
@@ -896,7 +897,7 @@ eco_err eco_store_add_replication(eco_store *s, const char *name, const char *do
         sqlite3_bind_text(st, 1, doc, (int)len, SQLITE_TRANSIENT);
         json_t *mine = json_loadb(doc, len, 0, NULL);
         const json_t *results = json_object_get(mine, "results");
-        while (json_is_array(results) && json_array_size(results) && (rc = sqlite3_step(st)) == SQLITE_ROW && !other) {
+        while (json_is_array(results) && json_array_size(results) && !other && (rc = sqlite3_step(st)) == SQLITE_ROW) {
             json_t *theirs = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
             if (same_json_values(results, json_object_get(theirs, "results"))) other = sqlite3_column_int64(st, 0);
             json_decref(theirs);

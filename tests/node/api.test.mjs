@@ -145,7 +145,7 @@ test('an extrapolated ΔE held at the curve floor says so', async () => {
   const body = await (await fetch(`${server.base}/v1/estimate?gpu=RTX%204090&params_b=70&precision=nf4`)).json();
   assert.equal(body.label, 'extrapolated');
   assert.equal(body.delta_pct, -75);
-  assert.ok(body.notes.some((n) => n.startsWith("ΔE is held at the curve's floor of -75%")), body.notes.join('\n'));
+  assert.ok(body.notes.some((n) => n.startsWith("ΔE at short context is held at the curve's floor of -75%")), body.notes.join('\n'));
   const inside = await (await fetch(`${server.base}/v1/estimate?gpu=RTX%204090&params_b=5&precision=nf4`)).json();
   assert.ok(inside.delta_pct > -75 && !inside.notes.some((n) => n.includes("curve's floor")));
 });

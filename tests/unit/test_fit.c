@@ -769,6 +769,7 @@ static void test_unknown_gpu(void **state)
     assert_false(exact);
     assert_int_equal(eco_gpu_find("NVIDIA RTX 4000 Ada Generation", &g, &exact), ECO_OK); /* not the Quadro RTX 4000 */
     assert_string_equal(g->arch, "ada");
+    assert_string_equal(g->name, "RTX 4090"); /* a workstation card (20 GB), not the GeForce RTX 4060 (8 GB) */
     /* the GeForce line-ups are in the table: an RTX 3080 had stood in as an 80 GB A100 (QA: API) */
     assert_int_equal(eco_gpu_find("NVIDIA GeForce RTX 3080", &g, &exact), ECO_OK);
     assert_true(exact && !strcmp(g->name, "RTX 3080") && g->vram_gb == 10);

@@ -679,11 +679,27 @@ static void test_replications_and_runs(void **state)
                      ECO_EFORMAT);
     assert_int_equal(eco_store_add_replication(s, "empty.json", "", 0, ECO_VALIDATION_VALID, "", NULL, &inserted),
                      ECO_EINVAL);
+    /* one measurement once, whatever its run id or layout: the same card and results (numbers by value) are refused;
+     * results with a key the stored ones lack are another measurement (they had crashed the comparison) */
+    const char *m1 = "{\"run_id\":\"r1\",\"environment\":{\"gpu\":{\"uuid\":\"GPU-1\"}},\"results\":[{\"a\":1,\"b\":2.5}]}";
+    const char *m2 = "{\"environment\":{\"gpu\":{\"uuid\":\"GPU-1\"}},\"results\":[{\"a\":1,\"c\":2.5}]}";
+    const char *m3 = "{\"run_id\":\"r3\", \"environment\": {\"gpu\": {\"uuid\": \"GPU-1\"}}, \"results\": [{\"a\": 1.0, \"b\": 2.50}]}";
+    const char *m4 = "{\"run_id\":\"r4\",\"environment\":{\"gpu\":{\"uuid\":\"GPU-2\"}},\"results\":[{\"a\":1,\"b\":2.5}]}";
+    int64_t mid;
+    assert_int_equal(eco_store_add_replication(s, "m1.json", m1, strlen(m1), ECO_VALIDATION_VALID, "", &mid, &inserted), ECO_OK);
+    assert_true(inserted);
+    assert_int_equal(eco_store_add_replication(s, "m2.json", m2, strlen(m2), ECO_VALIDATION_VALID, "", NULL, &inserted), ECO_OK);
+    assert_true(inserted);
+    assert_int_equal(eco_store_add_replication(s, "m3.json", m3, strlen(m3), ECO_VALIDATION_VALID, "", NULL, &inserted), ECO_EINVAL);
+    assert_string_equal(eco_last_error_field(), "results");
+    assert_non_null(strstr(eco_last_error(), "stored as replication #"));
+    assert_int_equal(eco_store_add_replication(s, "m4.json", m4, strlen(m4), ECO_VALIDATION_VALID, "", NULL, &inserted), ECO_OK);
+    assert_true(inserted); /* another card's */
     eco_replication *r;
     size_t n, total;
     assert_int_equal(eco_store_list_replications(s, 0, 10, &r, &n, &total), ECO_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(total, 1);
+    assert_int_equal(n, 4);
+    assert_int_equal(total, 4);
     assert_null(r[0].doc); /* a listing reads no document */
     eco_replication one;
     assert_int_equal(eco_store_get_replication(s, r[0].id, &one), ECO_OK);

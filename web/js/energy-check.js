@@ -32,7 +32,7 @@ function decodeTimeShare(doc, precision) {
 function windowDecodeFigures(doc, precision) {
   const out = [];
   for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
-    if (!w || w.precision !== precision || num(w.decode_mj_per_token_gross) === undefined) continue;
+    if (!w || typeof precision !== 'string' || w.precision !== precision || num(w.decode_mj_per_token_gross) === undefined) continue;
     out.push(w.decode_mj_per_token_gross);
   }
   return out;
@@ -206,7 +206,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
       if (limit !== undefined && limit > 0 && power > limit * POWER_LIMIT_SLACK)
         add(`/results/${i}/mean_power_w`, cfmt("%g W is over the card's %g W power limit", power, limit));
       if (idle !== undefined && !idleSaid && idle > power * POWER_FACTOR) {
-        add('/idle/before_w', cfmt("idle %g W is over %g times the %s run's mean %g W", idle, POWER_FACTOR, r.precision, power));
+        add('/idle/before_w', cfmt("idle %g W is over %g times the %s run's mean %g W", idle, POWER_FACTOR, typeof r.precision === 'string' ? r.precision : '?', power));
         idleSaid = true;
       }
     });
