@@ -83,7 +83,7 @@ test('Your model: the page computes the same numbers as GET /v1/estimate', async
     // four sequences of 2048 positions: their KV caches rescale the short-context ΔE, estimated
     { gpu: 'RTX 4090', params: '2.2', precision: 'nf4', batch: '4', label: 'estimated' },
     { gpu: 'A800', params: '70', precision: 'int8', batch: '1', label: 'extrapolated' },
-    { gpu: 'H200', params: '13', precision: 'nf4', batch: '8', label: 'interpolated' },
+    { gpu: 'H200', params: '13', precision: 'nf4', batch: '1', label: 'interpolated' },
     { gpu: 'RTX 5090', params: '13', precision: 'int8-mixed', batch: '8', label: 'estimated' },
   ];
   for (const c of cases) {
