@@ -25,6 +25,9 @@ const char *eco_precision_name(eco_precision p);
  * "llm.int8", "bnb-int8", "int8_default" -> int8-mixed; "int8-pure", "w8a16" -> int8; "nf4_dq", "nf4+dq" -> nf4-dq;
  * "fp8-e4m3", "e4m3" -> fp8; "float16", "half", "bf16"?: no (bf16 is a different baseline). */
 eco_err eco_precision_parse(const char *name, eco_precision *out);
+/* The same for a format compared against fp16 (an estimate's precision): ECO_ENOTFOUND, field "precision", naming
+ * the quantized formats for an unknown name; ECO_EINVAL for fp16, the baseline every ΔE is measured against. */
+eco_err eco_quantized_precision_parse(const char *name, eco_precision *out);
 /* Storage cost of a [rows x cols] linear weight in this format, scales and codebooks included. */
 uint64_t eco_precision_weight_bytes(eco_precision p, uint64_t rows, uint64_t cols);
 /* Average bits per weight of a large matrix (for estimates when shapes are unknown). */

@@ -28,6 +28,21 @@ eco_err eco_precision_parse(const char *name, eco_precision *out)
                           "unknown precision '%s' (expected fp16, int8, int8-mixed, nf4, nf4-dq or fp8)", name);
 }
 
+eco_err eco_quantized_precision_parse(const char *name, eco_precision *out)
+{
+    eco_precision p;
+    if (eco_precision_parse(name, &p)) {
+        if (!name || !*name) return eco_last_error_code();
+        return eco_fail_field(ECO_ENOTFOUND, "precision",
+                              "unknown precision '%s' (a quantized format: int8, int8-mixed, nf4, nf4-dq or fp8)", name);
+    }
+    if (p == ECO_PREC_FP16)
+        return eco_fail_field(ECO_EINVAL, "precision",
+                              "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)");
+    *out = p;
+    return ECO_OK;
+}
+
 uint64_t eco_precision_weight_bytes(eco_precision p, uint64_t rows, uint64_t cols)
 {
     uint64_t n = rows * cols;

@@ -208,9 +208,7 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
     const char *arch;
     if ((e = eco_gpu_resolve_arch(v[0].s, &arch))) return e;
     eco_precision prec = ECO_PREC_NF4;
-    if (v[1].present && (e = eco_precision_parse(v[1].s, &prec))) return not_found_precision();
-    if (prec == ECO_PREC_FP16)
-        return eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)");
+    if (v[1].present && (e = eco_quantized_precision_parse(v[1].s, &prec))) return e;
     double N;
     const eco_model_config *preset;
     if ((e = resolve_size(&v[2], &v[3], &N, &preset))) return e;

@@ -250,6 +250,11 @@ test('bad input is a 400 problem naming the field', async () => {
   assert.doesNotMatch(p.detail, /longer than/);
   p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=${encodeURIComponent('ü'.repeat(201))}&params_b=7`), 400, 'gpu');
   assert.match(p.detail, /longer than 200 characters/);
+  // an estimate's precision names the quantized formats it can be (fp16, the baseline, gets its own reason)
+  p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&precision=nf5`), 400, 'precision');
+  assert.equal(p.detail, "unknown precision 'nf5' (a quantized format: int8, int8-mixed, nf4, nf4-dq or fp8)");
+  p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&precision=fp16`), 400, 'precision');
+  assert.match(p.detail, /fp16 is the baseline/);
 });
 
 test('a card name of 200 multi-byte characters keeps its note (cut at a character, not inside one)', async () => {

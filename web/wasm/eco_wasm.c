@@ -350,13 +350,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     const char *arch;
     TRYF(eco_gpu_resolve_arch(g_str[0], &arch));
     eco_precision prec = ECO_PREC_NF4;
-    if (present(1) && eco_precision_parse(g_str[1], &prec)) {
-        char msg[512]; /* copied first: formatting the last error into itself would overlap */
-        snprintf(msg, sizeof msg, "%s", eco_last_error());
-        TRYF(eco_fail_field(ECO_ENOTFOUND, "precision", "%s", msg));
-    }
-    if (prec == ECO_PREC_FP16)
-        TRYF(eco_fail_field(ECO_EINVAL, "precision", "precision must be a quantized format (fp16 is the baseline every ΔE is measured against)"));
+    if (present(1)) TRYF(eco_quantized_precision_parse(g_str[1], &prec));
     double N;
     const eco_model_config *preset;
     const char *model_in = present(2) ? g_str[2] : NULL;
