@@ -1,5 +1,6 @@
 #include "eco/quant.h"
 
+#include <string.h>
 #include <strings.h>
 
 static const char *const canonical[ECO_PREC_COUNT] = {"fp16", "int8", "int8-mixed", "nf4", "nf4-dq", "fp8"};
@@ -20,10 +21,18 @@ eco_err eco_precision_parse(const char *name, eco_precision *out)
         {"fp8-e4m3", ECO_PREC_FP8},      {"fp8_e4m3", ECO_PREC_FP8},      {"e4m3", ECO_PREC_FP8},
     };
     if (!name || !*name) return eco_fail_field(ECO_EINVAL, "precision", "precision is empty");
-    for (int p = 0; p < ECO_PREC_COUNT; p++)
-        if (!strcasecmp(name, canonical[p])) { *out = (eco_precision)p; return ECO_OK; }
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (!strcasecmp(name, aliases[i].alias)) { *out = aliases[i].p; return ECO_OK; }
+    /* surrounding blanks, as numbers are read (" nf4" from a form or a query string) */
+    char bare[32];
+    size_t start = strspn(name, " \t"), len = strlen(name + start);
+    while (len && (name[start + len - 1] == ' ' || name[start + len - 1] == '\t')) len--;
+    if (len && len < sizeof bare) {
+        memcpy(bare, name + start, len);
+        bare[len] = '\0';
+        for (int p = 0; p < ECO_PREC_COUNT; p++)
+            if (!strcasecmp(bare, canonical[p])) { *out = (eco_precision)p; return ECO_OK; }
+        for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+            if (!strcasecmp(bare, aliases[i].alias)) { *out = aliases[i].p; return ECO_OK; }
+    }
     return eco_fail_field(ECO_EINVAL, "precision",
                           "unknown precision '%s' (expected fp16, int8, int8-mixed, nf4, nf4-dq or fp8)", name);
 }

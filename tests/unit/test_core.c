@@ -103,6 +103,14 @@ static void test_precision_names(void **state)
     assert_int_equal(p, ECO_PREC_FP8);
     assert_int_equal(eco_precision_parse("int3", &p), ECO_EINVAL);
     assert_string_equal(eco_last_error_field(), "precision");
+    assert_int_equal(eco_precision_parse(" nf4\t", &p), ECO_OK); /* blanks around it, as numbers are read */
+    assert_int_equal(p, ECO_PREC_NF4);
+    assert_int_equal(eco_precision_parse("n f4", &p), ECO_EINVAL);
+    assert_int_equal(eco_precision_parse("   ", &p), ECO_EINVAL);
+    assert_int_equal(eco_quantized_precision_parse("bogus", &p), ECO_ENOTFOUND);
+    assert_int_equal(eco_quantized_precision_parse("FP16", &p), ECO_EINVAL);
+    assert_int_equal(eco_quantized_precision_parse("e4m3", &p), ECO_OK);
+    assert_int_equal(p, ECO_PREC_FP8);
     /* 4096 x 4096 nf4: 8 MiB of nibbles + one fp32 absmax per 64 weights */
     assert_int_equal(eco_precision_weight_bytes(ECO_PREC_NF4, 4096, 4096), 8388608 + 4 * 262144);
     assert_int_equal(eco_precision_weight_bytes(ECO_PREC_INT8, 4096, 4096), 16777216 + 4 * 4096);
