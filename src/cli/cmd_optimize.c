@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "eco/service.h"
 
@@ -43,27 +44,16 @@ int eco_cmd_optimize(int argc, char **argv)
     const char *curves = "var/curves.json";
     bool as_json = false;
     json_t *params = json_object();
-    static const struct { const char *flag, *param; } map[] = {
+    static const eco_arg_param map[] = {
         {"--gpu", "gpu"}, {"--model-params", "params_b"}, {"--params-b", "params_b"}, {"--model", "model"},
         {"--max-vram-gb", "max_vram_gb"}, {"--max-latency-ms", "max_latency_ms"}, {"--objective", "objective"}, {"--ctx", "ctx"},
         {"--batch", "batch"},
     };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); json_decref(params); return 0; }
-        if (!strcmp(a, "--json")) { as_json = true; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "eco optimize: %s needs a value (or is unknown)\n", a); usage(stderr); json_decref(params); return 2; }
-        const char *val = argv[++i];
-        if (!strcmp(a, "--curves")) { curves = val; continue; }
-        size_t k = 0;
-        while (k < sizeof map / sizeof map[0] && strcmp(map[k].flag, a)) k++;
-        if (k == sizeof map / sizeof map[0]) { fprintf(stderr, "eco optimize: unknown option %s\n", a); usage(stderr); json_decref(params); return 2; }
-        if (json_object_get(params, map[k].param)) { /* two spellings of one parameter (--model-params, --params-b) */
-            fprintf(stderr, "eco optimize: %s gives %s again: give it once\n", a, map[k].param);
-            json_decref(params);
-            return 2;
-        }
-        json_object_set_new(params, map[k].param, json_string(val));
+    switch (eco_args_service_params("optimize", argc, argv, map, sizeof map / sizeof map[0], params, &curves, &as_json)) {
+    case ECO_ARGS_OK: break;
+    case ECO_ARGS_HELP: usage(stdout); json_decref(params); return 0;
+    case ECO_ARGS_USAGE: usage(stderr); json_decref(params); return 2;
+    case ECO_ARGS_ERROR: json_decref(params); return 2;
     }
     eco_service *svc;
     eco_service_config cfg = {.curves_path = curves, .db_path = NULL};

@@ -698,16 +698,14 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         }
         /* The KV cache adds the same bytes, and about the same energy a token, to fp16 and to the quantized model
          * (eco_delta_at_ctx): fp16's energy at this batch times the step's KV share, its range at the two alphas. */
-        double kv_step = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, fp16_bytes);
+        double kv_step = kvb > ECO_KV_SHARE_MEASURED ? kvb : 0; /* the share that rescaled ΔE above */
         double kv_quant = eco_kv_share_beyond_measured(q->ctx, q->batch, q->kv_bytes_per_position, q->bytes_per_token);
         const eco_energy_value f16 = e->e_fp16; /* at the measurements' short context */
-        if (kv_step > ECO_KV_SHARE_MEASURED) {
+        if (kv_step > 0) {
             e->e_fp16.label = worse(e->e_fp16.label, ECO_LABEL_ESTIMATED);
             e->e_fp16.value_mj *= 1 + kv_step;
             e->e_fp16.lo_mj *= 1 + ECO_KV_ALPHA_LO * kv_step;
             e->e_fp16.hi_mj *= 1 + ECO_KV_ALPHA_HI * kv_step;
-        } else {
-            kv_step = 0;
         }
         e->e_quant.value_mj = f16.value_mj * (1 + e->short_delta_pct / 100 + kv_step);
         e->e_quant.lo_mj = f16.lo_mj * (1 + e->short_lo_pct / 100 + ECO_KV_ALPHA_LO * kv_step);

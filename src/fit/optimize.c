@@ -140,14 +140,6 @@ static bool only_form_and_memory(const char *rest, double vram_gb)
     return true;
 }
 
-static int geforce_number(const char *normalised);
-static int geforce_number_of(const eco_gpu_spec *g)
-{
-    char n[64];
-    normalise(g->name, n, sizeof n);
-    return geforce_number(n);
-}
-
 /* A GeForce RTX model number ("rtx4050..." -> 4050), or 0: a tier x050..x090, followed by nothing or by what a
  * GeForce name adds (Ti, SUPER, D, Laptop/Mobile, Max-Q). "RTX 4000 Ada Generation" is a workstation card, not a
  * GeForce one (its memory is not a 4060's). */
@@ -170,7 +162,7 @@ static int geforce_number(const char *normalised)
  * GeForce name the table lacks; NULL for other names. */
 static const eco_gpu_spec *nearest_geforce(const char *normalised, const char *arch)
 {
-    int want = geforce_number(normalised), best_gap = INT_MAX;
+    int want = geforce_number(normalised), best_gap = INT_MAX, best_number = 0;
     const eco_gpu_spec *best = NULL;
     if (!want) return NULL;
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
@@ -182,13 +174,11 @@ static const eco_gpu_spec *nearest_geforce(const char *normalised, const char *a
         /* on a tie the lower number, then the smaller memory and board power (a 5070 before a 5070 Ti): the budget
          * of the lesser card */
         bool better = gap < best_gap;
-        if (gap == best_gap && best) {
-            int bn = geforce_number_of(best);
-            better = have != bn ? have < bn
+        if (gap == best_gap && best)
+            better = have != best_number ? have < best_number
                      : gpus[i].vram_gb != best->vram_gb ? gpus[i].vram_gb < best->vram_gb
                                                          : gpus[i].board_power_w < best->board_power_w;
-        }
-        if (better) best_gap = gap, best = &gpus[i];
+        if (better) best_gap = gap, best_number = have, best = &gpus[i];
     }
     return best;
 }
@@ -493,7 +483,6 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     const char *card = q->card; /* NULL: the architecture's baseline, as /v1/estimate answers it */
     r->energy_absolute = fb && eco_fp16_energy_on(fb, N, card, 1, &fp16e) == ECO_OK;
     eco_clear_error();
-    /* the power bound only where the energy is this card's: another card's J a token over this one's limit is not */
     /* The power bound: the energy of a step over the board's limit. Where the energy is another card's (carried over,
      * estimated), at the low end of its range: a bound that holds though that card's figure may not (an A100 had
      * been ranked first for latency at 370 tokens/s of 4.8 J each, 1.8 kW on a 400 W board). */
@@ -519,18 +508,15 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
     if (q->batch > 0) onote(r, "batch pinned to %d: only precisions are compared", q->batch);
     for (int p = 0; p < ECO_PREC_COUNT; p++) {
         eco_estimate est;
-        double dpct = 0, dlo = 0, dhi = 0;
-        eco_label dlabel = ECO_LABEL_MEASURED; /* fp16 against itself */
         bool proxy_delta = false, composed = false;
-        double d_short = 0, d_short_lo = 0, d_short_hi = 0; /* ΔE at the measurements' short context: rescaled per batch */
+        /* ΔE at the measurements' short context (0, measured, for fp16 against itself), rescaled per batch below */
+        double d_short = 0, d_short_lo = 0, d_short_hi = 0;
         eco_label d_short_label = ECO_LABEL_MEASURED;
         if (p != ECO_PREC_FP16) {
-            /* at this context, as /v1/estimate answers it: ΔE over the KV energy both formats pay (eco_delta_at_ctx) */
             eco_estimate_query eq = {.arch = arch, .precision = (eco_precision)p, .params_b = N, .model = q->model, .batch = 1,
                                      .card = card, .ctx = q->ctx};
             eco_estimate_query_model_bytes(&eq, q->preset);
             if (eco_estimate_run(set, &eq, &est) != ECO_OK) { eco_clear_error(); continue; }
-            dpct = est.delta_pct; dlo = est.lo_pct; dhi = est.hi_pct; dlabel = est.label;
             d_short = est.short_delta_pct, d_short_lo = est.short_lo_pct, d_short_hi = est.short_hi_pct;
             d_short_label = est.short_label;
             proxy_delta = est.proxy_reason != NULL;
@@ -553,19 +539,17 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
             double t_cmp = b * 2.0 * N * 1e9 / (q->gpu->fp16_tflops * 1e12 * COMPUTE_EFFICIENCY);
             double t = t_mem > t_cmp ? t_mem : t_cmp;
             c->bound = t_mem >= t_cmp ? "memory" : "compute";
-            c->delta_pct = dpct; c->delta_lo_pct = dlo; c->delta_hi_pct = dhi; c->delta_label = dlabel;
             c->borrowed = proxy_delta;
             double f = eco_batch_energy_factor(b);
             c->batch_label = eco_batch_label(arch, card, (eco_precision)p, N, b);
             /* the KV energy both formats pay: fp16's at this batch times the step's KV share */
             double kv_step = eco_kv_share_beyond_measured(q->ctx, b, kv_pos, fp16_rbytes);
-            if (p != ECO_PREC_FP16 && b > 1) {
-                /* ΔE at this batch, as /v1/estimate answers it at this batch: its step's KV share, not batch 1's */
-                c->delta_pct = d_short, c->delta_lo_pct = d_short_lo, c->delta_hi_pct = d_short_hi, c->delta_label = d_short_label;
-                if (kv_step > ECO_KV_SHARE_MEASURED) {
-                    eco_delta_at_ctx(kv_step, &c->delta_pct, &c->delta_lo_pct, &c->delta_hi_pct);
-                    if (c->delta_label < ECO_LABEL_ESTIMATED) c->delta_label = ECO_LABEL_ESTIMATED;
-                }
+            /* ΔE as /v1/estimate answers it at this batch and context: the short-context figure over the step's KV share
+             * (the estimator's own rescaling, with the same byte counts) */
+            c->delta_pct = d_short, c->delta_lo_pct = d_short_lo, c->delta_hi_pct = d_short_hi, c->delta_label = d_short_label;
+            if (p != ECO_PREC_FP16 && kv_step > ECO_KV_SHARE_MEASURED) {
+                eco_delta_at_ctx(kv_step, &c->delta_pct, &c->delta_lo_pct, &c->delta_hi_pct);
+                if (c->delta_label < ECO_LABEL_ESTIMATED) c->delta_label = ECO_LABEL_ESTIMATED;
             }
             c->energy_rel_fp16 = (1 + d_short / 100 + (kv_step > ECO_KV_SHARE_MEASURED ? kv_step : 0)) * f;
             c->energy_mj = r->energy_absolute ? fp16e.value_mj * c->energy_rel_fp16 : NAN;
