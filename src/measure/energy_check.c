@@ -60,6 +60,13 @@ static const json_t *result_of(const json_t *doc, const char *precision, size_t 
     return NULL;
 }
 
+/* Whether a window is one of this precision's (NULL: of none). */
+static bool window_of(const json_t *w, const char *precision)
+{
+    const char *p = str(w, "precision");
+    return p && precision && !strcmp(p, precision);
+}
+
 /* The share of a precision's window time spent decoding (the windows' decode_s over their seconds), 1 where the
  * document keeps no windows: the mean power covers the whole window, the decode figures only its decode part. */
 static double decode_time_share(const json_t *doc, const char *precision)
@@ -68,8 +75,7 @@ static double decode_time_share(const json_t *doc, const char *precision)
     json_t *w;
     double decode = 0, total = 0, d, t;
     json_array_foreach(json_object_get(doc, "windows"), i, w) {
-        const char *p = str(w, "precision");
-        if (p && precision && !strcmp(p, precision) && number(w, "decode_s", &d) && number(w, "seconds", &t) && d > 0 && t > 0)
+        if (window_of(w, precision) && number(w, "decode_s", &d) && number(w, "seconds", &t) && d > 0 && t > 0)
             decode += d, total += t;
     }
     return total > 0 && decode < total ? decode / total : 1.0;
@@ -83,8 +89,7 @@ static bool window_speed_range(const json_t *doc, const char *precision, double 
     double tokens, d;
     bool any = false;
     json_array_foreach(json_object_get(doc, "windows"), i, w) {
-        const char *p = str(w, "precision");
-        if (!p || !precision || strcmp(p, precision) || !number(w, "tokens", &tokens) || !number(w, "decode_s", &d) || !(d > 0))
+        if (!window_of(w, precision) || !number(w, "tokens", &tokens) || !number(w, "decode_s", &d) || !(d > 0))
             continue;
         double v = tokens / d;
         if (!any || v < *lo) *lo = v;
@@ -108,8 +113,7 @@ static void window_decode_figures(const json_t *doc, const char *precision, doub
     json_t *w;
     double v;
     json_array_foreach(json_object_get(doc, "windows"), i, w) {
-        const char *p = str(w, "precision");
-        if (!p || !precision || strcmp(p, precision) || !number(w, "decode_mj_per_token_gross", &v)) continue;
+        if (!window_of(w, precision) || !number(w, "decode_mj_per_token_gross", &v)) continue;
         if (m < cap) out[m] = v;
         m++;
     }

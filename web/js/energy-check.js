@@ -17,11 +17,14 @@ const SPEED_SLACK = 0.005; // tokens_per_s within its windows' speeds (the mean 
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
+// A precision's windows (none for a precision that is not a string), as the C check's window_of.
+const windowsOf = (doc, precision) =>
+  (Array.isArray(doc.windows) ? doc.windows : []).filter((w) => w && typeof precision === 'string' && w.precision === precision);
+
 // The share of a precision's window time spent decoding (decode_s over seconds), 1 where no windows are kept.
 function decodeTimeShare(doc, precision) {
   let decode = 0, total = 0;
-  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
-    if (!w || w.precision !== precision) continue;
+  for (const w of windowsOf(doc, precision)) {
     const d = num(w.decode_s), t = num(w.seconds);
     if (d !== undefined && t !== undefined && d > 0 && t > 0) { decode += d; total += t; }
   }
@@ -30,12 +33,7 @@ function decodeTimeShare(doc, precision) {
 
 // A precision's windows' decode_mj_per_token_gross, those that give one.
 function windowDecodeFigures(doc, precision) {
-  const out = [];
-  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
-    if (!w || typeof precision !== 'string' || w.precision !== precision || num(w.decode_mj_per_token_gross) === undefined) continue;
-    out.push(w.decode_mj_per_token_gross);
-  }
-  return out;
+  return windowsOf(doc, precision).map((w) => num(w.decode_mj_per_token_gross)).filter((v) => v !== undefined);
 }
 const MATCH_MAX = 256; // the most samples matched one to one with their windows (a longer run: its average only)
 const ordinal = (k) => (k === 1 ? 'st' : k === 2 ? 'nd' : k === 3 ? 'rd' : 'th');
@@ -43,8 +41,7 @@ const ordinal = (k) => (k === 1 ? 'st' : k === 2 ? 'nd' : k === 3 ? 'rd' : 'th')
 // The range of a precision's window speeds (tokens over decode seconds), or undefined where none are kept.
 function windowSpeedRange(doc, precision) {
   let lo, hi;
-  for (const w of Array.isArray(doc.windows) ? doc.windows : []) {
-    if (!w || w.precision !== precision) continue;
+  for (const w of windowsOf(doc, precision)) {
     const t = num(w.tokens), d = num(w.decode_s);
     if (t === undefined || d === undefined || !(d > 0)) continue;
     const v = t / d;

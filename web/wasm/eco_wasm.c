@@ -552,12 +552,13 @@ EXPORT("eco_wasm_curve_series") int eco_wasm_curve_series(int idx, int n, double
     const eco_curve *c = &g_set.curves[idx];
     for (int i = 0; i < n; i++) {
         double x = exp(log(x0) + (log(x1) - log(x0)) * i / (n - 1)), lo, hi;
-        eco_curve_band95(c, x, &lo, &hi);
         eco_estimate_query q = {.arch = c->arch, .precision = c->precision, .params_b = x, .batch = 1};
         eco_estimate_query_model_bytes(&q, NULL);
         if (!eco_estimate_run(&g_set, &q, &g_est) && g_est.curve == c) {
             lo = g_est.lo_pct;
             hi = g_est.hi_pct;
+        } else {
+            eco_curve_band95(c, x, &lo, &hi);
         }
         eco_clear_error();
         g_f64[i] = x;
