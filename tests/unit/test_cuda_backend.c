@@ -283,6 +283,56 @@ static void nf4_rows_variant(const char *name, const char *value)
     unsetenv(name);
 }
 
+/* nf4 on the tensor cores, streamed (ECO_CUDA_NF4=mma-all: every nf4 linear of blocksize 64): the grid that
+ * fits, 2 blocks (each warp walks many tiles), 32 (medium's tiles split between warps: deposits and arrivals, and
+ * atomic residual adds), 200 (most warps idle); qkv's RoPE deposited by a tile's last warp (ECO_CUDA_QKV_ATOMIC=0);
+ * ranges of 8 steps; blocks of 32 (left on the row-per-lane decoder); and the default rule (ECO_CUDA_NF4=mma). */
+static void test_nf4_mma_stream_matches_cpu_reference(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    setenv("ECO_CUDA_NF4", "mma-all", 1);
+    const char *blocks[] = {NULL, "2", "32", "200"};
+    for (size_t i = 0; i < 4; i++) {
+        if (blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", blocks[i], 1);
+        print_message("ECO_CUDA_NF4=mma-all ECO_CUDA_NF4_BLOCKS=%s\n", blocks[i] ? blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_LLAMA, ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_PHI3, ECO_PREC_NF4, 0.9999);
+    setenv("ECO_CUDA_QKV_ATOMIC", "0", 1);
+    for (size_t i = 0; i < 3; i += 2) {
+        if (blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", blocks[i], 1);
+        print_message("ECO_CUDA_NF4=mma-all ECO_CUDA_QKV_ATOMIC=0 ECO_CUDA_NF4_BLOCKS=%s\n", blocks[i] ? blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    unsetenv("ECO_CUDA_QKV_ATOMIC");
+    setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    g_blocksize = 32;
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    g_blocksize = 0;
+    setenv("ECO_CUDA_NF4", "mma", 1);
+    print_message("ECO_CUDA_NF4=mma\n");
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    setenv("ECO_CUDA_FUSE", "0", 1);
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    unsetenv("ECO_CUDA_FUSE");
+    unsetenv("ECO_CUDA_NF4");
+}
+
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
@@ -532,7 +582,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                     "software"), "properties"), "engine_design"), "maxLength");
     assert_true(json_is_integer(field));
     size_t most = (size_t)json_integer_value(field);
-    const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "rows"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
+    const char *longest[][2] = {{"ECO_CUDA_NF4_LANES_MIN", "1048576"}, {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "1048576"}, {"ECO_CUDA_NF4", "mma-all"}, {"ECO_CUDA_NF4_OCC", "3"}, {"ECO_CUDA_MMA", "fp16,int8,int8-mixed,nf4,fp8"},
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"}};
@@ -939,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_qkv_summing_rule),
         cmocka_unit_test(test_mma_in_whole_models),
         cmocka_unit_test(test_formats_match_cpu_reference),
+        cmocka_unit_test(test_nf4_mma_stream_matches_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),
@@ -946,5 +997,7 @@ int main(void)
         cmocka_unit_test(test_generate_on_device_same_tokens),
         cmocka_unit_test(test_attention_long_context_and_window),
     };
+    const char *only = getenv("ECO_TEST_FILTER"); /* one test or a pattern (cmocka's), for device sessions */
+    if (only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "cuda_kernels.cuh"
 #include "cuda_mma.cuh"
 #include "cuda_nf4_rows.cuh"
+#include "cuda_nf4_mma.cuh"
 #include "mma_plan.h"
 
 extern "C" {
@@ -66,6 +67,8 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
+    bool nf4_mma;            // ECO_CUDA_NF4=mma / mma-all: the linears a row per lane would take (all of them), of blocksize
+                             // 64, on the tensor cores, streamed (cuda_nf4_mma.cuh)
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -220,9 +223,10 @@ Design requested_design(void)
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
-    d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
-    d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
-    d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
+    d.nf4_mma = !d.reference_stack && (env_is("ECO_CUDA_NF4", "mma") || env_is("ECO_CUDA_NF4", "mma-all"));
+    d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16") || !strcmp(nf4, "mma") || !strcmp(nf4, "mma-all");
+    d.nf4_rows = !d.reference_stack && (d.nf4_mma || (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows")));
+    d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows") || env_is("ECO_CUDA_NF4", "mma-all");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -266,6 +270,9 @@ struct State {
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
+    bool nf4_mma;   /* the linears it takes of blocksize 64 tiled for the tensor cores instead (cuda_nf4_mma.cuh) */
+    uint4 *zeros;   /* that kernel's zero x */
+    size_t zeros_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     bool mma_fp16_auto; /* fp16 joined by the hidden-size rule (eco_mma_fp16_by_default): only kFp16AutoRoles */
@@ -327,7 +334,7 @@ eco_err apply_design(State *s, const Design &d)
     s->mma_fill = d.mma_fill;
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
-    if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
+    if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes, table16, mma or mma-all", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
@@ -338,6 +345,7 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
+    s->nf4_mma = d.nf4_mma;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
@@ -967,6 +975,8 @@ eco_err allow_large_shared_memory(void)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+    CK(cudaFuncSetAttribute(matvec_nf4_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+    CK(cudaFuncSetAttribute(matvec_nf4_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1115,6 +1125,68 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
+// ---- nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh) ----
+
+// Its launch, as nf4_rows_plan's: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks) takes an
+// equal share of the linear's flat steps; `slots` is the most warps any tile is split between.
+eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
+{
+    MatvecParams p = mapping_params(s, d, map);
+    long tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, kNf4MmaWarps * kWarp,
+                                                     lanes_smem_bytes(dq)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4MmaWarps;
+    RowsShare sh = nf4_rows_share(tiles, steps, warps, s->nf4_min_steps, 1);
+    d.rows_chunks_per_warp = (int)sh.per;
+    d.rows_blocks = (int)((sh.used + kNf4MmaWarps - 1) / kNf4MmaWarps);
+    d.rows_slots = sh.slots;
+    size_t need = sh.slots > 1 ? (size_t)tiles * (size_t)sh.slots * 16 : 1;
+    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
+    if (!e) e = grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)tiles, s->stream);
+    return e ? e : grow_zeroed(&s->zeros, &s->zeros_n, 4, s->stream);
+}
+
+// Moves a row-major nf4 linear of blocksize 64 into the tile order, its scales (absmax or their codes) into the
+// stream order, for the epilogue mapping `map` every later launch of it will use.
+eco_err tile_nf4_mma(State *s, Linear &l, int map)
+{
+    DeviceLinear &d = l.d;
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    MatvecParams p = mapping_params(s, d, map);
+    int tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
+    size_t wbytes = (size_t)tiles * steps * kTileStepBytes, nscales = (size_t)tiles * steps * 32;
+    uint8_t *w = NULL, *codes = NULL;
+    float *am = NULL;
+    eco_err e = dalloc(s, &w, wbytes);
+    if (!e) e = dq ? dalloc(s, &codes, nscales) : dalloc(s, &am, nscales);
+    if (!e) {
+        tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, p, (size_t)d.cols / 2, steps, tiles);
+        interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(d.absmax, am, d.absmax_q, codes, p, tiles, steps);
+        cudaError_t ce = cudaGetLastError();
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
+        if (ce != cudaSuccess) e = cuda_fail(ce, "tiling an nf4 linear");
+    }
+    if (e) {
+        cudaFree(w);
+        cudaFree(codes);
+        cudaFree(am);
+        return e;
+    }
+    const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
+    replace_buffer(l, d.w, w);
+    replace_buffer(l, old_scale, dq ? (void *)codes : (void *)am);
+    size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
+    s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
+    d.w = w;
+    if (dq) d.absmax_q = codes;
+    else d.absmax = am;
+    d.nf4_mma = true;
+    d.tile_map = map;
+    return nf4_mma_plan(s, d, map);
+}
+
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
 // whose output is a residual add (o, down: their split row groups add to y atomically, nothing waits for them).
 bool nf4_rows_by_default(const State *s, long rows, long cols, bool residual)
@@ -1153,6 +1225,7 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
     DeviceLinear &d = l.d;
     bool dq = d.format == ECO_PREC_NF4_DQ;
     if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
+    if (s->nf4_mma && d.blocksize == kNf4MmaBlocksize) return tile_nf4_mma(s, l, map);
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
@@ -1361,6 +1434,21 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.epilogue = out.epilogue;
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
+    }
+    if (d.nf4_mma) {
+        if (tile_map_of(out.epilogue) != d.tile_map)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear tiled for epilogue %d launched with epilogue %d", d.tile_map,
+                            out.epilogue);
+        bool dq = d.format == ECO_PREC_NF4_DQ;
+        p.epilogue = out.epilogue;
+        p.splits = 1;
+        p.chunks_per_warp = d.rows_chunks_per_warp;
+        p.slots = d.rows_slots;
+        p.partials = s->rows_partials;
+        p.arrivals = s->rows_arrivals;
+        p.zeros = s->zeros;
+        return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
+                      lanes_smem_bytes(dq), p);
     }
     if (d.nf4_rows) {
         if (tile_map_of(out.epilogue) != d.tile_map)
@@ -1740,7 +1828,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->zeros};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -1830,7 +1918,7 @@ eco_err standalone_open(State &s, size_t cols)
 
 void standalone_close(State &s)
 {
-    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals};
+    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals, s.zeros};
     for (void *p : bufs) cudaFree(p);
     if (s.stream) cudaStreamDestroy(s.stream);
 }
@@ -2130,7 +2218,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[384] = "fp32 table";
+    char nf4[640] = "fp32 table";
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
@@ -2155,6 +2243,11 @@ void eco_cuda_design(char *buf, size_t cap)
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        if (d.nf4_mma) {
+            memcpy(rest, nf4, sizeof rest);
+            snprintf(nf4, sizeof nf4, "on the tensor cores streamed (16-row tiles, %d warps x %d/SM) at blocksize %d, else %.300s", kNf4MmaWarps,
+                     kNf4MmaPerSm, kNf4MmaBlocksize, rest);
+        }
     }
     char mma[192] = "";
     size_t m_at = 0;
