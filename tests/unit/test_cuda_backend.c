@@ -286,7 +286,8 @@ static void nf4_rows_variant(const char *name, const char *value)
 /* nf4 on the tensor cores, streamed (ECO_CUDA_NF4=mma-all: every nf4 linear of blocksize 64): the grid that
  * fits, 2 blocks (each warp walks many tiles), 32 (medium's tiles split between warps: deposits and arrivals, and
  * atomic residual adds), 200 (most warps idle); qkv's RoPE deposited by a tile's last warp (ECO_CUDA_QKV_ATOMIC=0);
- * ranges of 8 steps; blocks of 32 (left on the row-per-lane decoder); and the default rule (ECO_CUDA_NF4=mma). */
+ * ranges of 8 steps; one step before the wait; blocks of 32 (left on the row-per-lane decoder); and the default
+ * rule (ECO_CUDA_NF4=mma). */
 static void test_nf4_mma_stream_matches_cpu_reference(void **state)
 {
     (void)state;
@@ -319,6 +320,15 @@ static void test_nf4_mma_stream_matches_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    setenv("ECO_CUDA_NF4_PRELOAD", "1", 1); /* one step before the wait (the default loads two) */
+    for (size_t i = 0; i < 4; i += 2) {
+        if (blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", blocks[i], 1);
+        print_message("ECO_CUDA_NF4=mma-all ECO_CUDA_NF4_PRELOAD=1 ECO_CUDA_NF4_BLOCKS=%s\n", blocks[i] ? blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    unsetenv("ECO_CUDA_NF4_PRELOAD");
     g_blocksize = 32;
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);

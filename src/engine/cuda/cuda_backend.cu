@@ -1447,6 +1447,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         p.zeros = s->zeros;
+        p.preload = s->nf4_preload;
         return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
                       lanes_smem_bytes(dq), p);
     }

@@ -132,7 +132,7 @@ __device__ __forceinline__ void nf4_mma_deposit(const MatvecParams &p, int tile,
     if (live) finish_rows<2>(p, unit, rows2, v);
 }
 
-// p.chunks_per_warp: each warp's share of the flat steps; p.partials / p.slots / p.arrivals: the deposits of
+// p.chunks_per_warp: each warp's share of the flat steps; p.preload: steps loaded before the wait (1 or 2); p.partials / p.slots / p.arrivals: the deposits of
 // split tiles; p.zeros: 64 zero bytes; dynamic shared memory: the pair table and (nf4-dq) the dynamic map.
 template <bool DQ>
 __global__ void __launch_bounds__(kNf4MmaWarps * kWarp, kNf4MmaPerSm) matvec_nf4_mma(const MatvecParams p)
@@ -146,9 +146,19 @@ __global__ void __launch_bounds__(kNf4MmaWarps * kWarp, kNf4MmaPerSm) matvec_nf4
     int tile = f0 / steps, s = f0 % steps;
     int rowB[2] = {0, 0};
     if constexpr (DQ) nf4_mma_rowB(p, tile, g, rowB);
+    // Weights never depend on the previous kernel: the first step, and with p.preload 2 the second, are under
+    // way before the dependency wait (a warp of qkv or o has about two steps in all, as on the row-per-lane decoder).
     Nf4MmaStep cur, next;
-    if (f0 < f1) nf4_mma_load<DQ>(p, f0, lane, g, rowB, s, cur); // weights never depend on the previous kernel
+    if (f0 < f1) nf4_mma_load<DQ>(p, f0, lane, g, rowB, s, cur);
     fill_nf4_pair_table(nf4_smem, DQ);
+    const bool preloaded = p.preload > 1 && f0 + 1 < f1;
+    if (preloaded) {
+        int ns = s + 1, nt = tile;
+        if (ns == steps) ns = 0, nt++;
+        if constexpr (DQ)
+            if (ns == 0) nf4_mma_rowB(p, nt, g, rowB); // rowB follows the last step loaded
+        nf4_mma_load<DQ>(p, f0 + 1, lane, g, rowB, ns, next);
+    }
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
@@ -162,7 +172,7 @@ __global__ void __launch_bounds__(kNf4MmaWarps * kWarp, kNf4MmaPerSm) matvec_nf4
     for (int f = f0; f < f1; f++) {
         int ns = s + 1, nt = tile;
         if (ns == steps) ns = 0, nt++;
-        if (f + 1 < f1) {
+        if (f + 1 < f1 && !(preloaded && f == f0)) { // with preloaded, the first step's successor is under way
             if constexpr (DQ)
                 if (ns == 0) nf4_mma_rowB(p, nt, g, rowB);
             nf4_mma_load<DQ>(p, f + 1, lane, g, rowB, ns, next);
