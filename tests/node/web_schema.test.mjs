@@ -75,6 +75,14 @@ test('consistency: the page and eco validate agree on every defect', async () =>
     one_pair: mutate((d) => { d.comparisons[0].n_pairs = 1; }), // still 'saves': one pair shows no interval
     mean_outside: mutate((d) => { d.results[0].ci95_mj = [1, 2]; }),
     net_over_gross: mutate((d) => { d.results[0].mj_per_token_net = d.results[0].mj_per_token_gross * 2; }),
+    // net is gross less the idle over a token's decode time: the idle left out, or taken twice; the idle after the
+    // run (here 30 W above the one before) is as good a baseline as the one before
+    net_no_idle: mutate((d) => { d.results[1].mj_per_token_net = d.results[1].mj_per_token_gross; }),
+    net_idle_twice: mutate((d) => { const r = d.results[0]; r.mj_per_token_net = r.mj_per_token_gross - 2 * d.idle.before_w * 1000 / r.tokens_per_s; }),
+    ok_net_idle_after: mutate((d) => {
+      d.idle.after_w = d.idle.before_w + 30;
+      const r = d.results[0]; r.mj_per_token_net = r.mj_per_token_gross - d.idle.after_w * 1000 / r.tokens_per_s;
+    }),
     samples_elsewhere: mutate((d) => { d.results[0].samples_mj_per_token = d.results[0].samples_mj_per_token.map((x) => x * 2.5); }),
     n_vs_samples: mutate((d) => { d.results[1].n = 2; d.comparisons[0].n_pairs = 2; }),
     megawatt: mutate((d) => { d.results[0].mean_power_w = 1e6; }),
@@ -87,6 +95,7 @@ test('consistency: the page and eco validate agree on every defect', async () =>
       const ws = d.windows.filter((x) => x.precision === r.precision);
       for (const w of ws) w.decode_s = w.seconds * 0.4;
       r.tokens_per_s = ws.reduce((a, w) => a + w.tokens / w.decode_s, 0) / ws.length; // its windows' speeds say so
+      r.mj_per_token_net = r.mj_per_token_gross - d.idle.before_w * 1000 / r.tokens_per_s; // idle over the shorter decode
       r.mean_power_w = r.mj_per_token_gross * 1e-3 * r.tokens_per_s * 0.5;
     }),
     power_under_share: mutate((d) => { const r = d.results[0]; r.mean_power_w = r.mj_per_token_gross * 1e-3 * r.tokens_per_s * 0.5; }),

@@ -14,6 +14,7 @@ const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_
 const MEMORY_SLACK = 1.1; // fp16 weights (2 bytes a parameter) within the card's memory, room for a GB/GiB mix-up
 const POWER_LIMIT_SLACK = 1.15; // a window's mean power over the card's power limit (the limit caps the average)
 const SPEED_SLACK = 0.005; // tokens_per_s within its windows' speeds (the mean of tokens over decode_s), for rounding
+const NET_SLACK = 0.02; // net against gross less the idle (before or after the run, or between) over a token's decode time
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -92,8 +93,17 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
         add(`/results/${i}/${k}`, cfmt('%g mJ a token is not a decode measurement (outside %g..%g: a unit or export error)', v, MJ_PER_TOKEN_MIN, MJ_PER_TOKEN_MAX));
     }
     const gross = num(r.mj_per_token_gross), net = num(r.mj_per_token_net);
+    const idle = doc.idle && typeof doc.idle === 'object' ? doc.idle : {};
+    const tps = num(r.tokens_per_s), idleBefore = num(idle.before_w), idleAfter = num(idle.after_w);
     if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
       add(`/results/${i}/mj_per_token_net`, cfmt('net %g mJ is more than gross %g mJ (net is gross less the idle draw)', net, gross));
+    else if (gross !== undefined && net !== undefined && tps !== undefined && tps > 0 && idleBefore !== undefined && idleBefore >= 0) {
+      const hasAfter = idleAfter !== undefined && idleAfter >= 0;
+      const least = hasAfter ? Math.min(idleBefore, idleAfter) : idleBefore, most = hasAfter ? Math.max(idleBefore, idleAfter) : idleBefore;
+      const want = gross - idleBefore * 1000 / tps, slack = NET_SLACK * gross;
+      if (!(net >= gross - most * 1000 / tps - slack && net <= gross - least * 1000 / tps + slack))
+        add(`/results/${i}/mj_per_token_net`, cfmt('net %g mJ, but gross %g mJ less the idle %g W over a token at %g tokens/s is %g mJ', net, gross, idleBefore, tps, want));
+    }
     const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];
     if (!samples.length && gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && num(r.n) !== undefined && r.n > 1)
       // trials weigh the fit: a count no sample backs cannot be checked
@@ -120,7 +130,7 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     const blocksDone = num(doc.protocol && doc.protocol.blocks);
     if (num(r.n) !== undefined && blocksDone !== undefined && r.n > blocksDone)
       add(`/results/${i}/n`, cfmt('n %g from %g blocks (one sample a block)', r.n, blocksDone));
-    const power = num(r.mean_power_w), tps = num(r.tokens_per_s);
+    const power = num(r.mean_power_w);
     if (gross !== undefined && power !== undefined && tps !== undefined && tps > 0) {
       // the window's power lies between the decode's alone (diluted by the prefill's time) and all of the window's
       // energy (prefill included where given) over the decode time
