@@ -270,6 +270,7 @@ struct State {
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
+    int nf4_fake_lookup; /* bench_matvec only (ECO_CUDA_NF4_FAKE_LOOKUP): that decoder's lookups faked (kFakeLookup*) */
     bool nf4_mma;   /* the linears it takes of blocksize 64 tiled for the tensor cores instead (cuda_nf4_mma.cuh) */
     uint4 *zeros;   /* that kernel's zero x */
     size_t zeros_n;
@@ -960,6 +961,10 @@ size_t mma_smem_bytes(int format)
     return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + kNf4DmapBytes : 0;
 }
 
+// The lookup-cost probe (bench_matvec only): the default shape at nf4 (not -dq), whose steps of one chunk hold one absmax.
+constexpr RowsShape kProbeShape = kNf4RowsShapes[0];
+template <int Fake> constexpr MatvecFn kRowsProbe = matvec_nf4_rows<false, 1, kProbeShape.warps, kProbeShape.u, kProbeShape.per_sm, Fake>;
+
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
 MatvecFn pick_rows(bool dq, int blocksize, int shape);
@@ -975,6 +980,8 @@ eco_err allow_large_shared_memory(void)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+    CK(cudaFuncSetAttribute(kRowsProbe<kFakeLookupAll>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+    CK(cudaFuncSetAttribute(kRowsProbe<kFakeLookupHalf>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
     CK(cudaFuncSetAttribute(matvec_nf4_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
     CK(cudaFuncSetAttribute(matvec_nf4_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
     for (int rt = 1; rt <= 2; rt++) {
@@ -1465,7 +1472,13 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
+        MatvecFn fn = pick_rows(dq, d.blocksize, d.rows_shape);
+        if (s->nf4_fake_lookup) {
+            if (dq || d.rows_shape || d.blocksize / 32 < kProbeShape.u)
+                return eco_fail(ECO_EUNSUPPORTED, "ECO_CUDA_NF4_FAKE_LOOKUP probes nf4 (not nf4-dq) on the default row-per-lane shape only");
+            fn = s->nf4_fake_lookup == kFakeLookupAll ? kRowsProbe<kFakeLookupAll> : kRowsProbe<kFakeLookupHalf>;
+        }
+        return launch(s, true, fn, dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1971,6 +1984,10 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     s.force_splits = splits;
     err = nf4_grid_env(&s);
     s.nf4_max_blocks = 0; // the bench times the grid that fits
+    // the lookup-cost probe: wrong values, so only here, never in an engine
+    const char *fake = getenv("ECO_CUDA_NF4_FAKE_LOOKUP");
+    s.nf4_fake_lookup = !fake ? kFakeLookupNone : !strcmp(fake, "all") ? kFakeLookupAll : !strcmp(fake, "half") ? kFakeLookupHalf : -1;
+    if (!err && s.nf4_fake_lookup < 0) err = eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FAKE_LOOKUP=\"%s\": want all or half", fake);
     if (!err) err = standalone_open(s, (size_t)cols);
     if (err) {
         standalone_close(s);

@@ -512,16 +512,28 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
+// A bench-only probe of what the table lookups cost (ECO_CUDA_NF4_FAKE_LOOKUP, bench_matvec --dims; never in an
+// engine): kFakeLookupAll makes every fp16 pair by one byte permute of the weight byte under a fixed exponent
+// (finite, wrong values, no shared-memory load), kFakeLookupHalf every other byte, the rest from the table.
+enum { kFakeLookupNone, kFakeLookupAll, kFakeLookupHalf };
+
+template <int Fake> __device__ __forceinline__ unsigned nf4_pair_probe(unsigned word, int k, const unsigned char *table, unsigned lane4)
+{
+    if (Fake == kFakeLookupAll || (Fake == kFakeLookupHalf && k % 2)) return __byte_perm(word, 0x3800u, 0x5050u | (unsigned)k | ((unsigned)k << 8));
+    return nf4_pair(word, k, table, lane4);
+}
+
 // The partial sums of R rows' 32-weight chunks w[r] against xh, each chunk whose fp16 sum overflowed redone
 // in fp32 (one check for the R rows).
-template <int R>
+template <int R, int Fake = kFakeLookupNone>
 __device__ __forceinline__ void dot32_nf4_rows_checked(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
                                                        float (&part)[R])
 {
     bool finite = true;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
+        if constexpr (Fake == kFakeLookupNone) part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
+        else part[r] = dot32_pairs(w[r], xh, [=](unsigned word, int k) { return nf4_pair_probe<Fake>(word, k, table, lane4); });
         finite &= isfinite(part[r]);
     }
     if (!finite) {
