@@ -35,10 +35,13 @@
 #define MEMORY_SLACK 1.1
 /* tokens_per_s is the mean of its windows' tokens over decode seconds: within their range (0.5% for rounding) */
 #define SPEED_SLACK 0.005
-/* net is gross less the idle draw over a token's decode time: eco measure subtracts the idle before the run, another
- * writer may take the one after it or their mean, so anything between the two passes, within 2% of gross (each
- * window's own speed, rounding); an idle left out (net = gross) is 16-20% of gross on the H200 at 7-8B */
-#define NET_SLACK 0.02
+/* net is gross less the idle draw over a token's time: eco measure subtracts the idle before the run over each
+ * window's decode time (host gaps between generations included, which tokens_per_s over decode_s leaves out),
+ * another writer may take the idle after the run or their mean. So the idle term (gross - net) is checked against
+ * idle x 1000 / tokens_per_s for either idle, 25% either way, and 0.5% of gross for rounding: an idle left out
+ * (net = gross: 16-20% of gross on the H200 at 7-8B) or taken twice is outside it. */
+#define IDLE_TERM_SLACK 0.25
+#define NET_ROUNDING 0.005
 
 static const char *str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
@@ -211,12 +214,12 @@ static bool check_results(const json_t *doc, eco_schema_errors *errs)
         if (has_gross && has_net && net > gross * (1 + INTERVAL_SLACK)) {
             snprintf(at, sizeof at, "/results/%zu/mj_per_token_net", i);
             ADD(at, "net %g mJ is more than gross %g mJ (net is gross less the idle draw)", net, gross);
-        } else if (has_gross && has_net && number(r, "tokens_per_s", &tps) && tps > 0 && number(idle, "before_w", &idle_before) &&
-                   idle_before >= 0) {
+        } else if (has_gross && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN /* else said above */ && has_net &&
+                   number(r, "tokens_per_s", &tps) && tps > 0 && number(idle, "before_w", &idle_before) && idle_before >= 0) {
             bool has_after = number(idle, "after_w", &idle_after) && idle_after >= 0;
             double least = has_after ? fmin(idle_before, idle_after) : idle_before, most = has_after ? fmax(idle_before, idle_after) : idle_before;
-            double want = gross - idle_before * 1000 / tps, slack = NET_SLACK * gross;
-            if (!(net >= gross - most * 1000 / tps - slack && net <= gross - least * 1000 / tps + slack)) {
+            double want = gross - idle_before * 1000 / tps, term = gross - net, rounding = NET_ROUNDING * gross;
+            if (!(term >= least * 1000 / tps * (1 - IDLE_TERM_SLACK) - rounding && term <= most * 1000 / tps * (1 + IDLE_TERM_SLACK) + rounding)) {
                 snprintf(at, sizeof at, "/results/%zu/mj_per_token_net", i);
                 ADD(at, "net %g mJ, but gross %g mJ less the idle %g W over a token at %g tokens/s is %g mJ", net, gross, idle_before,
                     tps, want);

@@ -14,7 +14,8 @@ const PARAMS_SLACK = 0.01; // a preset's parameter count against weights.params_
 const MEMORY_SLACK = 1.1; // fp16 weights (2 bytes a parameter) within the card's memory, room for a GB/GiB mix-up
 const POWER_LIMIT_SLACK = 1.15; // a window's mean power over the card's power limit (the limit caps the average)
 const SPEED_SLACK = 0.005; // tokens_per_s within its windows' speeds (the mean of tokens over decode_s), for rounding
-const NET_SLACK = 0.02; // net against gross less the idle (before or after the run, or between) over a token's decode time
+const IDLE_TERM_SLACK = 0.25; // gross - net against the idle (before or after the run) x 1000 / tokens_per_s, either way
+const NET_ROUNDING = 0.005; // and 0.5% of gross for rounding
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
@@ -97,11 +98,12 @@ export function energyConsistency(doc, { presets = {}, archs = null, gpuArch = n
     const tps = num(r.tokens_per_s), idleBefore = num(idle.before_w), idleAfter = num(idle.after_w);
     if (gross !== undefined && net !== undefined && net > gross * (1 + INTERVAL_SLACK))
       add(`/results/${i}/mj_per_token_net`, cfmt('net %g mJ is more than gross %g mJ (net is gross less the idle draw)', net, gross));
-    else if (gross !== undefined && net !== undefined && tps !== undefined && tps > 0 && idleBefore !== undefined && idleBefore >= 0) {
+    else if (gross !== undefined && gross <= MJ_PER_TOKEN_MAX && gross >= MJ_PER_TOKEN_MIN && net !== undefined && tps !== undefined && tps > 0 &&
+             idleBefore !== undefined && idleBefore >= 0) {
       const hasAfter = idleAfter !== undefined && idleAfter >= 0;
       const least = hasAfter ? Math.min(idleBefore, idleAfter) : idleBefore, most = hasAfter ? Math.max(idleBefore, idleAfter) : idleBefore;
-      const want = gross - idleBefore * 1000 / tps, slack = NET_SLACK * gross;
-      if (!(net >= gross - most * 1000 / tps - slack && net <= gross - least * 1000 / tps + slack))
+      const want = gross - idleBefore * 1000 / tps, term = gross - net, rounding = NET_ROUNDING * gross;
+      if (!(term >= least * 1000 / tps * (1 - IDLE_TERM_SLACK) - rounding && term <= most * 1000 / tps * (1 + IDLE_TERM_SLACK) + rounding))
         add(`/results/${i}/mj_per_token_net`, cfmt('net %g mJ, but gross %g mJ less the idle %g W over a token at %g tokens/s is %g mJ', net, gross, idleBefore, tps, want));
     }
     const samples = Array.isArray(r.samples_mj_per_token) ? r.samples_mj_per_token : [];

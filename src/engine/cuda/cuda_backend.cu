@@ -1132,6 +1132,40 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
+// A row-major nf4 linear's weights and scales (absmax, or nf4-dq's codes) replaced by copies in another order:
+// `relayout(w, absmax, codes)` fills copies of wbytes bytes and `scales` entries on s->stream, and when it worked
+// they take the row-major buffers' place (and their share of the resident bytes).
+template <typename Relayout> eco_err relayout_nf4(State *s, Linear &l, size_t wbytes, size_t scales, const char *what, Relayout relayout)
+{
+    DeviceLinear &d = l.d;
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    uint8_t *w = NULL, *codes = NULL;
+    float *am = NULL;
+    eco_err e = dalloc(s, &w, wbytes);
+    if (!e) e = dq ? dalloc(s, &codes, scales) : dalloc(s, &am, scales);
+    if (!e) {
+        relayout(w, am, codes);
+        cudaError_t ce = cudaGetLastError();
+        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
+        if (ce != cudaSuccess) e = cuda_fail(ce, what);
+    }
+    if (e) {
+        cudaFree(w);
+        cudaFree(codes);
+        cudaFree(am);
+        return e;
+    }
+    const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
+    replace_buffer(l, d.w, w);
+    replace_buffer(l, old_scale, dq ? (void *)codes : (void *)am);
+    size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
+    s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
+    d.w = w;
+    if (dq) d.absmax_q = codes;
+    else d.absmax = am;
+    return ECO_OK;
+}
+
 // ---- nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh) ----
 
 // Its launch, as nf4_rows_plan's: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks) takes an
@@ -1160,35 +1194,17 @@ eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
 eco_err tile_nf4_mma(State *s, Linear &l, int map)
 {
     DeviceLinear &d = l.d;
-    bool dq = d.format == ECO_PREC_NF4_DQ;
     MatvecParams p = mapping_params(s, d, map);
     int tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
-    size_t wbytes = (size_t)tiles * steps * kTileStepBytes, nscales = (size_t)tiles * steps * 32;
-    uint8_t *w = NULL, *codes = NULL;
-    float *am = NULL;
-    eco_err e = dalloc(s, &w, wbytes);
-    if (!e) e = dq ? dalloc(s, &codes, nscales) : dalloc(s, &am, nscales);
-    if (!e) {
-        tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, p, (size_t)d.cols / 2, steps, tiles);
-        interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(d.absmax, am, d.absmax_q, codes, p, tiles, steps);
-        cudaError_t ce = cudaGetLastError();
-        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
-        if (ce != cudaSuccess) e = cuda_fail(ce, "tiling an nf4 linear");
-    }
-    if (e) {
-        cudaFree(w);
-        cudaFree(codes);
-        cudaFree(am);
-        return e;
-    }
-    const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
-    replace_buffer(l, d.w, w);
-    replace_buffer(l, old_scale, dq ? (void *)codes : (void *)am);
-    size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
-    s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
-    d.w = w;
-    if (dq) d.absmax_q = codes;
-    else d.absmax = am;
+    const void *rows_w = d.w;
+    const float *rows_am = d.absmax;
+    const uint8_t *rows_codes = d.absmax_q;
+    eco_err e = relayout_nf4(s, l, (size_t)tiles * steps * kTileStepBytes, (size_t)tiles * steps * 32, "tiling an nf4 linear",
+                             [&](uint8_t *w, float *am, uint8_t *codes) {
+                                 tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)rows_w, w, p, (size_t)d.cols / 2, steps, tiles);
+                                 interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(rows_am, am, rows_codes, codes, p, tiles, steps);
+                             });
+    if (e) return e;
     d.nf4_mma = true;
     d.tile_map = map;
     return nf4_mma_plan(s, d, map);
@@ -1230,38 +1246,18 @@ void resolve_qkv_atomic(State *s, int format)
 eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
 {
     DeviceLinear &d = l.d;
-    bool dq = d.format == ECO_PREC_NF4_DQ;
     if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
     if (s->nf4_mma && d.blocksize == kNf4MmaBlocksize) return tile_nf4_mma(s, l, map);
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
     size_t blocks = (size_t)groups * (d.cols / d.blocksize) * slots;
-    uint8_t *w = NULL, *codes = NULL;
-    float *am = NULL;
-    eco_err e = dalloc(s, &w, wbytes);
-    if (!e) e = dq ? dalloc(s, &codes, blocks) : dalloc(s, &am, blocks);
-    if (!e) {
-        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
+    const void *rows_w = d.w;
+    eco_err e = relayout_nf4(s, l, wbytes, blocks, "interleaving an nf4 linear", [&](uint8_t *w, float *am, uint8_t *codes) {
+        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)rows_w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
                                                          groups, d.blocksize);
-        cudaError_t ce = cudaGetLastError();
-        if (ce == cudaSuccess) ce = cudaStreamSynchronize(s->stream);
-        if (ce != cudaSuccess) e = cuda_fail(ce, "interleaving an nf4 linear");
-    }
-    if (e) {
-        cudaFree(w);
-        cudaFree(codes);
-        cudaFree(am);
-        return e;
-    }
-    const void *old_scale = dq ? (const void *)d.absmax_q : (const void *)d.absmax;
-    replace_buffer(l, d.w, w);
-    replace_buffer(l, old_scale, dq ? (void *)codes : (void *)am);
-    size_t old_blocks = (size_t)d.rows * (d.cols / d.blocksize);
-    s->resident -= (size_t)d.rows * (d.cols / 2) + old_blocks * (dq ? 1 : sizeof(float));
-    d.w = w;
-    if (dq) d.absmax_q = codes;
-    else d.absmax = am;
+    });
+    if (e) return e;
     d.nf4_rows = true;
     d.tile_map = map;
     return nf4_rows_plan(s, d, map);
@@ -2002,6 +1998,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     bool nf4_rows = s.nf4_rows && (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && !mma_format_ok(&s, precision, cols) &&
                     cols % (32 * kNf4RowsU) == 0 && (s.nf4_rows_any_size || nf4_rows_by_default(&s, rows, cols, splits > 1));
     if (nf4_rows) shape_q.rows = (uint64_t)((rows + kWarp * kNf4RowsR - 1) / (kWarp * kNf4RowsR) * (kWarp * kNf4RowsR));
+    if (s.nf4_fake_lookup && !(nf4_rows && precision == ECO_PREC_NF4)) { // else the real kernel would be timed under its name
+        standalone_close(s);
+        return eco_fail(ECO_EUNSUPPORTED, "ECO_CUDA_NF4_FAKE_LOOKUP probes nf4 linears on the row-per-lane decoder only (%d x %d %s is not one: "
+                        "ECO_CUDA_NF4=rows puts every nf4 linear there)", rows, cols, eco_precision_name((eco_precision)precision));
+    }
     size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)shape_q.rows * cols / 64;
     size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
                        : precision == ECO_PREC_NF4_DQ ? blocks + (blocks / 256 + 1) * 4
@@ -2263,7 +2264,7 @@ void eco_cuda_design(char *buf, size_t cap)
                  preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
         if (d.nf4_mma) {
             memcpy(rest, nf4, sizeof rest);
-            snprintf(nf4, sizeof nf4, "on the tensor cores streamed (16-row tiles, %d warps x %d/SM) at blocksize %d, else %.300s", kNf4MmaWarps,
+            snprintf(nf4, sizeof nf4, "on the tensor cores streamed (16-row tiles, %d warps x %d/SM) at blocksize %d, else %.500s", kNf4MmaWarps,
                      kNf4MmaPerSm, kNf4MmaBlocksize, rest);
         }
     }

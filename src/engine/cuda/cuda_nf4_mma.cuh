@@ -103,10 +103,9 @@ __device__ __forceinline__ void nf4_mma_deposit(const MatvecParams &p, int tile,
         return;
     }
     if (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) { // linear: each warp adds its part itself
-        if (live) {
-            atomicAdd(p.y + rows2[0], a0);
-            atomicAdd(p.y + rows2[1], a1);
-        }
+        // consecutive rows 2·unit, 2·unit + 1; an odd last one's partner is a copy of it (item_rows clamps)
+        if (live) atomicAdd(p.y + rows2[0], a0);
+        if (live && 2 * unit + 1 < p.rows) atomicAdd(p.y + rows2[1], a1);
         return;
     }
     int n = (int)(last - first + 1);
