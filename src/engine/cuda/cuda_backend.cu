@@ -1438,35 +1438,24 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
     }
-    if (d.nf4_mma) {
+    if (d.nf4_mma || d.nf4_rows) { // the two stream-K nf4 kernels: a re-laid linear, each warp an equal share of its steps
         if (tile_map_of(out.epilogue) != d.tile_map)
-            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear tiled for epilogue %d launched with epilogue %d", d.tile_map,
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear re-laid for epilogue %d launched with epilogue %d", d.tile_map,
                             out.epilogue);
         bool dq = d.format == ECO_PREC_NF4_DQ;
         p.epilogue = out.epilogue;
         p.splits = 1;
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.slots = d.rows_slots;
+        p.preload = s->nf4_preload;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        p.zeros = s->zeros;
-        p.preload = s->nf4_preload;
-        return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
-                      lanes_smem_bytes(dq), p);
-    }
-    if (d.nf4_rows) {
-        if (tile_map_of(out.epilogue) != d.tile_map)
-            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear interleaved for epilogue %d launched with epilogue %d", d.tile_map,
-                            out.epilogue);
-        bool dq = d.format == ECO_PREC_NF4_DQ;
-        p.epilogue = out.epilogue;
-        p.splits = 1;
+        if (d.nf4_mma) {
+            p.zeros = s->zeros;
+            return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
+                          lanes_smem_bytes(dq), p);
+        }
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
-        p.chunks_per_warp = d.rows_chunks_per_warp;
-        p.slots = d.rows_slots;
-        p.preload = s->nf4_preload;
-        p.partials = s->rows_partials;
-        p.arrivals = s->rows_arrivals;
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
         MatvecFn fn = pick_rows(dq, d.blocksize, d.rows_shape);
         if (s->nf4_fake_lookup) {
