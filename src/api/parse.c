@@ -129,6 +129,10 @@ eco_err eco_api_parse_body(const char *body, size_t len, json_t **out)
         return eco_fail_field(ECO_EINVAL, "body", "request body nests deeper than %u levels", ECO_API_MAX_JSON_DEPTH);
     json_error_t jerr;
     json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    /* An integer past 64 bits is valid JSON: read the body's numbers as doubles instead, so the parameter's own
+     * range check names it ("batch must be between 1 and 1024, got 1e+20"); every parameter takes a number. */
+    if (!v && json_error_code(&jerr) == json_error_numeric_overflow)
+        v = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &jerr);
     if (!v)
         return eco_fail_field(ECO_EINVAL, "body", "request body is not valid JSON: %s (line %d, column %d)", jerr.text,
                               jerr.line, jerr.column);

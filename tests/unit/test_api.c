@@ -113,6 +113,13 @@ static void test_body(void **state)
     body_fails("{\"a\":1} x", 9, ECO_EINVAL, "not valid JSON");
     body_fails("{\"a\":1}", 8, ECO_EINVAL, "not valid JSON"); /* an embedded NUL byte */
     body_fails("{\"a\":\"\xff\"}", 8, ECO_EINVAL, "not valid JSON");
+    /* an integer past 64 bits is valid JSON: it reaches the parameter checks as a double, the rest as they were */
+    const char *huge_int = "{\"batch\": 99999999999999999999, \"params_b\": 7}";
+    assert_int_equal(eco_api_parse_body(huge_int, strlen(huge_int), &o), ECO_OK);
+    assert_near(json_number_value(json_object_get(o, "batch")), 1e20, 1e6);
+    assert_near(json_number_value(json_object_get(o, "params_b")), 7.0, 0);
+    json_decref(o);
+    body_fails("{\"batch\": 99999999999999999999, \"batch\": 1}", 43, ECO_EINVAL, "not valid JSON"); /* still one key once */
 
     char deep[200] = "{\"a\":";
     for (int i = 0; i < 40; i++) strcat(deep, "[");
