@@ -1109,32 +1109,37 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStr
     return ECO_OK;
 }
 
-// Its launch: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share
-// of the linear's chunks, whole steps; `slots` is the most warps any row group is split between.
-eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+// The launch of a stream-K nf4 kernel `fn` (blocks of `block_warps`) over `groups` row groups of `chunks` chunks,
+// steps of u: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share,
+// whole steps; `slots` is the most warps any group is split between, each depositing `slot_floats` partial sums.
+// The deposits and arrival counters are shared by every linear on these kernels (one runs at a time).
+eco_err stream_k_plan(State *s, DeviceLinear &d, MatvecFn fn, int block_warps, long groups, long chunks, long u, size_t slot_floats)
 {
-    MatvecParams p = mapping_params(s, d, map);
-    long groups = nf4_rows_groups(p, map, kNf4RowsR), chunks = d.cols / 32;
     int per_sm = 0;
-    bool dq = d.format == ECO_PREC_NF4_DQ;
-    d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
-    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp, lanes_smem_bytes(dq)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, rs.u);
-    int slots = sh.slots;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, block_warps * kWarp, lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * block_warps;
+    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, u);
     d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
-    d.rows_slots = slots;
-    // the deposits and arrival counters, shared by every linear on this kernel (one runs at a time)
-    size_t need = slots > 1 ? (size_t)groups * (size_t)slots * kNf4RowsR * kWarp : 1;
+    d.rows_blocks = (int)((sh.used + block_warps - 1) / block_warps);
+    d.rows_slots = sh.slots;
+    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * slot_floats : 1;
     eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
+// The row-per-lane decoder's launch (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL).
+eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+{
+    MatvecParams p = mapping_params(s, d, map);
+    d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
+    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+    return stream_k_plan(s, d, pick_rows(d.format == ECO_PREC_NF4_DQ, d.blocksize, d.rows_shape), rs.warps,
+                         nf4_rows_groups(p, map, kNf4RowsR), d.cols / 32, rs.u, (size_t)kNf4RowsR * kWarp);
+}
+
 // A row-major nf4 linear's weights and scales (absmax, or nf4-dq's codes) replaced by copies in another order:
-// `relayout(w, absmax, codes)` fills copies of wbytes bytes and `scales` entries on s->stream, and when it worked
-// they take the row-major buffers' place (and their share of the resident bytes).
+// `relayout(w, absmax, codes)` fills copies of wbytes bytes and `scales` entries on s->stream from l.d's buffers,
+// which are replaced only after it ran and worked (and with them their share of the resident bytes).
 template <typename Relayout> eco_err relayout_nf4(State *s, Linear &l, size_t wbytes, size_t scales, const char *what, Relayout relayout)
 {
     DeviceLinear &d = l.d;
@@ -1168,24 +1173,12 @@ template <typename Relayout> eco_err relayout_nf4(State *s, Linear &l, size_t wb
 
 // ---- nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh) ----
 
-// Its launch, as nf4_rows_plan's: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks) takes an
-// equal share of the linear's flat steps; `slots` is the most warps any tile is split between.
+// Its launch, as the row-per-lane decoder's (stream_k_plan) over tiles of steps, and the zero x its lanes read.
 eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
 {
     MatvecParams p = mapping_params(s, d, map);
-    long tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
-    bool dq = d.format == ECO_PREC_NF4_DQ;
-    int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, kNf4MmaWarps * kWarp,
-                                                     lanes_smem_bytes(dq)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * kNf4MmaWarps;
-    RowsShare sh = nf4_rows_share(tiles, steps, warps, s->nf4_min_steps, 1);
-    d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + kNf4MmaWarps - 1) / kNf4MmaWarps);
-    d.rows_slots = sh.slots;
-    size_t need = sh.slots > 1 ? (size_t)tiles * (size_t)sh.slots * 16 : 1;
-    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
-    if (!e) e = grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)tiles, s->stream);
+    MatvecFn fn = d.format == ECO_PREC_NF4_DQ ? matvec_nf4_mma<true> : matvec_nf4_mma<false>;
+    eco_err e = stream_k_plan(s, d, fn, kNf4MmaWarps, nf4_mma_tiles(p), d.cols / kNf4MmaStepCols, 1, 16);
     return e ? e : grow_zeroed(&s->zeros, &s->zeros_n, 4, s->stream);
 }
 
@@ -1196,13 +1189,10 @@ eco_err tile_nf4_mma(State *s, Linear &l, int map)
     DeviceLinear &d = l.d;
     MatvecParams p = mapping_params(s, d, map);
     int tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
-    const void *rows_w = d.w;
-    const float *rows_am = d.absmax;
-    const uint8_t *rows_codes = d.absmax_q;
     eco_err e = relayout_nf4(s, l, (size_t)tiles * steps * kTileStepBytes, (size_t)tiles * steps * 32, "tiling an nf4 linear",
                              [&](uint8_t *w, float *am, uint8_t *codes) {
-                                 tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)rows_w, w, p, (size_t)d.cols / 2, steps, tiles);
-                                 interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(rows_am, am, rows_codes, codes, p, tiles, steps);
+                                 tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, p, (size_t)d.cols / 2, steps, tiles);
+                                 interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(d.absmax, am, d.absmax_q, codes, p, tiles, steps);
                              });
     if (e) return e;
     d.nf4_mma = true;
@@ -1252,9 +1242,8 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
     size_t blocks = (size_t)groups * (d.cols / d.blocksize) * slots;
-    const void *rows_w = d.w;
     eco_err e = relayout_nf4(s, l, wbytes, blocks, "interleaving an nf4 linear", [&](uint8_t *w, float *am, uint8_t *codes) {
-        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)rows_w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
+        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
                                                          groups, d.blocksize);
     });
     if (e) return e;
