@@ -114,13 +114,7 @@ __device__ __forceinline__ void nf4_mma_deposit(const MatvecParams &p, int tile,
         __stcg(slot + g, a0);
         __stcg(slot + 8 + g, a1);
     }
-    __threadfence();
-    __syncwarp();
-    int arrived = 0;
-    if (lane == 0) arrived = atomicAdd(p.arrivals + tile, 1);
-    arrived = __shfl_sync(0xffffffffu, arrived, 0);
-    if (arrived != n - 1) return;
-    __threadfence();
+    if (!last_to_arrive(p.arrivals + tile, n, lane)) return;
     float v[2] = {0.f, 0.f};
     const float *all = p.partials + (size_t)tile * p.slots * 16;
     for (int k = 0; k < n; k++) { // in slot order: the same sum whichever warp arrives last

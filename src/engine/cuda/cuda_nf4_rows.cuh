@@ -148,6 +148,20 @@ template <int R> __device__ __forceinline__ void rows_finish(const MatvecParams 
     }
 }
 
+// After this warp's deposit into a split group's slot: whether it is the last of the group's n warps to arrive
+// (then every deposit is visible to it). The counter is per group; its last warp resets it.
+__device__ __forceinline__ bool last_to_arrive(int *arrivals, int n, int lane)
+{
+    __threadfence();
+    __syncwarp();
+    int arrived = 0;
+    if (lane == 0) arrived = atomicAdd(arrivals, 1);
+    arrived = __shfl_sync(0xffffffffu, arrived, 0);
+    if (arrived != n - 1) return false;
+    __threadfence();
+    return true;
+}
+
 // Group g's partial sums from this warp's part of it (chunks [from, to) of the flat order); the whole group
 // when the warp covered all of it. Otherwise the last of the group's warps to arrive adds the deposits.
 template <int R>
@@ -173,13 +187,7 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
     float *slot = p.partials + ((size_t)g * p.slots + (warp_id - first)) * R * kWarp;
 #pragma unroll
     for (int r = 0; r < R; r++) __stcg(slot + r * kWarp + lane, acc[r]);
-    __threadfence();
-    __syncwarp();
-    int arrived = 0;
-    if (lane == 0) arrived = atomicAdd(p.arrivals + g, 1);
-    arrived = __shfl_sync(0xffffffffu, arrived, 0);
-    if (arrived != n - 1) return;
-    __threadfence();
+    if (!last_to_arrive(p.arrivals + g, n, lane)) return;
     float v[R];
 #pragma unroll
     for (int r = 0; r < R; r++) v[r] = 0.f;
