@@ -830,12 +830,11 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     /* table16 and lanes on the scalar matvec, rows on interleaved weights; "mma": the tensor-core one (fp32
      * accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "mma", "regs"};
+    const char *decoders[] = {"table16", "lanes", "rows", "mma"};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 5; d++) {
-        bool mma = !strcmp(decoders[d], "mma"), regs = !strcmp(decoders[d], "regs");
-        setenv("ECO_CUDA_NF4", mma ? "table16" : regs ? "rows" : decoders[d], 1);
-        if (regs) setenv("ECO_CUDA_NF4_DECODE", "regs", 1); /* the fp32 redo of an overflowed chunk after a register decode */
+    for (size_t d = 0; d < 4; d++) {
+        bool mma = !strcmp(decoders[d], "mma");
+        setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);
         for (size_t k = 0; k < 2; k++) {
             eco_qweight q;
@@ -852,71 +851,9 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
         }
     }
     unsetenv("ECO_CUDA_NF4");
-    unsetenv("ECO_CUDA_NF4_DECODE");
     unsetenv("ECO_CUDA_MMA");
     free(w);
     free(x);
-}
-
-/* The register decoder (ECO_CUDA_NF4_DECODE) makes the table's fp16 pairs without a lookup and sums them in the
- * same order, so a linear it runs equals the table's to the bit; whole models then match the CPU reference. */
-static void test_nf4_register_decode_matches_table(void **state)
-{
-    (void)state;
-    if (!have_device() || !eco_cuda_qmatvec) skip();
-    const uint64_t rows = 200, cols = 1024; /* odd row groups, split between warps */
-    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
-    float *y_table = malloc(sizeof(float) * rows), *y = malloc(sizeof(float) * rows);
-    assert_true(w && x && y_table && y);
-    uint32_t h = 777;
-    for (uint64_t i = 0; i < rows * cols; i++) w[i] = next_unit(&h) - 0.5f;
-    for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 4.f;
-    const char *decodes[] = {"regs-half", "regs"};
-    const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    for (size_t k = 0; k < 2; k++) {
-        eco_qweight q;
-        assert_int_equal(eco_quantize(precs[k], w, rows, cols, NULL, &q), ECO_OK);
-        assert_int_equal(eco_cuda_qmatvec(&q, x, y_table), ECO_OK);
-        for (size_t d = 0; d < 2; d++) {
-            setenv("ECO_CUDA_NF4_DECODE", decodes[d], 1);
-            assert_int_equal(eco_cuda_qmatvec(&q, x, y), ECO_OK);
-            size_t differ = 0;
-            for (uint64_t r = 0; r < rows; r++) differ += memcmp(&y[r], &y_table[r], sizeof(float)) != 0;
-            print_message("ECO_CUDA_NF4_DECODE=%-9s %-6s rows differing from the table's: %zu of %llu\n", decodes[d],
-                          eco_precision_name(precs[k]), differ, (unsigned long long)rows);
-            assert_int_equal(differ, 0);
-            unsetenv("ECO_CUDA_NF4_DECODE");
-        }
-        eco_qweight_free(&q);
-    }
-    setenv("ECO_CUDA_NF4_DECODE", "table16", 1); /* a name it does not take */
-    eco_qweight q;
-    assert_int_equal(eco_quantize(ECO_PREC_NF4, w, rows, cols, NULL, &q), ECO_OK);
-    assert_int_equal(eco_cuda_qmatvec(&q, x, y), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_DECODE"));
-    eco_qweight_free(&q);
-    for (size_t d = 0; d < 2; d++) {
-        setenv("ECO_CUDA_NF4_DECODE", decodes[d], 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_DECODE=%s\n", decodes[d]);
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare_config(wide(), ECO_PREC_NF4, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        compare(ECO_FAMILY_LLAMA, ECO_PREC_NF4_DQ, 0.9999);
-        g_blocksize = 32;
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        g_blocksize = 0;
-    }
-    unsetenv("ECO_CUDA_NF4");
-    setenv("ECO_CUDA_NF4_DECODE", "regs-half", 1); /* the default decoders, the row-per-lane one where the size rule puts it */
-    compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    compare(ECO_FAMILY_PHI3, ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_NF4_DECODE");
-    free(w);
-    free(x);
-    free(y_table);
-    free(y);
 }
 
 static void test_reference_stack_mode_same_numbers(void **state)
@@ -1094,7 +1031,6 @@ int main(void)
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),
-        cmocka_unit_test(test_nf4_register_decode_matches_table),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),
         cmocka_unit_test(test_attention_long_context_and_window),

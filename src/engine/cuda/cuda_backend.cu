@@ -270,8 +270,6 @@ struct State {
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
-    int nf4_decode; /* how that decoder makes its fp16 pairs (kDecode*): ECO_CUDA_NF4_DECODE; in bench_matvec also the
-                       lookup-cost probe (ECO_CUDA_NF4_FAKE_LOOKUP, wrong values) */
     bool nf4_mma;   /* the linears it takes of blocksize 64 tiled for the tensor cores instead (cuda_nf4_mma.cuh) */
     uint4 *zeros;   /* that kernel's zero x */
     size_t zeros_n;
@@ -691,16 +689,6 @@ eco_err upload_nf4_tables(void)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(g_nf4_pairs, pairs, sizeof pairs));
-    unsigned planes[8] = {};
-    for (int c = 0; c < 16; c++) { // byte c % 4 of plane c / 4 (low bytes), 4 + c / 4 (high bytes)
-        uint16_t h = eco_f32_to_f16(eco_nf4_codebook[c]);
-        planes[c / 4] |= (unsigned)(h & 0xFFu) << (c % 4 * 8);
-        planes[4 + c / 4] |= (unsigned)(h >> 8) << (c % 4 * 8);
-    }
-    for (int i = 0; i < 8; i++)
-        if (planes[i] != nf4_plane(i))
-            return eco_fail(ECO_ESTATE, "CUDA backend: the register decoder's nf4 plane %d is 0x%08x, the codebook gives 0x%08x", i,
-                            nf4_plane(i), planes[i]);
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
     eco_err e = uploads_landed();
     return e ? e : allow_large_shared_memory();
@@ -877,8 +865,6 @@ eco_err rows_shape_env(int *shape, int *small_shape, long *small_max)
     return ECO_OK;
 }
 
-eco_err nf4_decode_env(int *decode);
-
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
@@ -886,7 +872,6 @@ eco_err nf4_grid_env(State *s)
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
-    if (!e) e = nf4_decode_env(&s->nf4_decode);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -975,49 +960,6 @@ size_t mma_smem_bytes(int format)
     return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + kNf4DmapBytes : 0;
 }
 
-// The row-per-lane decoder with its pairs made otherwise than from the table (kDecode*, cuda_kernels.cuh): the
-// default shape only, whose steps of one chunk hold one absmax at any blocksize.
-constexpr RowsShape kDecodeShape = kNf4RowsShapes[0];
-static_assert(kDecodeShape.u == 1, "one absmax a step at every blocksize");
-template <bool Dq, int Decode> constexpr MatvecFn kRowsDecode = matvec_nf4_rows<Dq, 1, kDecodeShape.warps, kDecodeShape.u, kDecodeShape.per_sm, Decode>;
-
-MatvecFn rows_decode_kernel(bool dq, int decode)
-{
-    switch (decode) {
-    case kFakeLookupAll: return kRowsDecode<false, kFakeLookupAll>;
-    case kFakeLookupHalf: return kRowsDecode<false, kFakeLookupHalf>;
-    case kDecodeRegsHalf: return dq ? kRowsDecode<true, kDecodeRegsHalf> : kRowsDecode<false, kDecodeRegsHalf>;
-    case kDecodeRegsAll: return dq ? kRowsDecode<true, kDecodeRegsAll> : kRowsDecode<false, kDecodeRegsAll>;
-    default: return NULL;
-    }
-}
-
-const char *nf4_decode_name(int decode)
-{
-    switch (decode) {
-    case kDecodeTable: return "table";
-    case kDecodeRegsHalf: return "regs-half";
-    case kDecodeRegsAll: return "regs";
-    case kFakeLookupAll: return "fake-all";
-    case kFakeLookupHalf: return "fake-half";
-    default: return "?";
-    }
-}
-
-// ECO_CUDA_NF4_DECODE=table|regs-half|regs: where the row-per-lane decoder's fp16 pairs come from.
-eco_err nf4_decode_env(int *decode)
-{
-    const char *v = getenv("ECO_CUDA_NF4_DECODE");
-    *decode = kDecodeTable;
-    if (!v) return ECO_OK;
-    for (int d : {kDecodeTable, kDecodeRegsHalf, kDecodeRegsAll})
-        if (!strcmp(v, nf4_decode_name(d))) {
-            *decode = d;
-            return ECO_OK;
-        }
-    return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_DECODE=\"%s\": want table, regs-half or regs", v);
-}
-
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
 MatvecFn pick_rows(bool dq, int blocksize, int shape);
@@ -1033,10 +975,6 @@ eco_err allow_large_shared_memory(void)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
-    for (int dq = 0; dq < 2; dq++)
-        for (int decode : {kFakeLookupAll, kFakeLookupHalf, kDecodeRegsHalf, kDecodeRegsAll})
-            if (MatvecFn fn = rows_decode_kernel(dq, decode))
-                CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     CK(cudaFuncSetAttribute(matvec_nf4_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
     CK(cudaFuncSetAttribute(matvec_nf4_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
     for (int rt = 1; rt <= 2; rt++) {
@@ -1501,14 +1439,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         }
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        MatvecFn fn = pick_rows(dq, d.blocksize, d.rows_shape);
-        if (s->nf4_decode != kDecodeTable) {
-            fn = d.rows_shape == 0 ? rows_decode_kernel(dq, s->nf4_decode) : NULL;
-            if (!fn)
-                return eco_fail(ECO_EUNSUPPORTED, "ECO_CUDA_NF4_DECODE / ECO_CUDA_NF4_FAKE_LOOKUP (%s) run on the default row-per-lane shape "
-                                "only (the probe on nf4, not nf4-dq)", nf4_decode_name(s->nf4_decode));
-        }
-        return launch(s, true, fn, dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -2014,12 +1945,6 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     s.force_splits = splits;
     err = nf4_grid_env(&s);
     s.nf4_max_blocks = 0; // the bench times the grid that fits
-    // the lookup-cost probe: wrong values, so only here, never in an engine
-    const char *fake = getenv("ECO_CUDA_NF4_FAKE_LOOKUP");
-    bool faked = fake && (!strcmp(fake, "all") || !strcmp(fake, "half"));
-    if (!err && fake && !faked) err = eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FAKE_LOOKUP=\"%s\": want all or half", fake);
-    if (!err && faked && s.nf4_decode != kDecodeTable) err = eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FAKE_LOOKUP and ECO_CUDA_NF4_DECODE: one at a time");
-    if (!err && faked) s.nf4_decode = !strcmp(fake, "all") ? kFakeLookupAll : kFakeLookupHalf;
     if (!err) err = standalone_open(s, (size_t)cols);
     if (err) {
         standalone_close(s);
@@ -2034,13 +1959,6 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     bool nf4_rows = s.nf4_rows && (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && !mma_format_ok(&s, precision, cols) &&
                     cols % (32 * kNf4RowsU) == 0 && (s.nf4_rows_any_size || nf4_rows_by_default(&s, rows, cols, splits > 1));
     if (nf4_rows) shape_q.rows = (uint64_t)((rows + kWarp * kNf4RowsR - 1) / (kWarp * kNf4RowsR) * (kWarp * kNf4RowsR));
-    if (s.nf4_decode != kDecodeTable && !(nf4_rows && (precision == ECO_PREC_NF4 || (precision == ECO_PREC_NF4_DQ && !faked)))) {
-        // else the table decoder would be timed under the variant's name
-        standalone_close(s);
-        return eco_fail(ECO_EUNSUPPORTED, "ECO_CUDA_NF4_DECODE / ECO_CUDA_NF4_FAKE_LOOKUP act on nf4 linears on the row-per-lane decoder only "
-                        "(%d x %d %s is not one: ECO_CUDA_NF4=rows puts every nf4 linear there)", rows, cols,
-                        eco_precision_name((eco_precision)precision));
-    }
     size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)shape_q.rows * cols / 64;
     size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
                        : precision == ECO_PREC_NF4_DQ ? blocks + (blocks / 256 + 1) * 4
@@ -2298,12 +2216,8 @@ void eco_cuda_design(char *buf, size_t cap)
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        int decode;
-        if (nf4_decode_env(&decode)) decode = kDecodeTable;
-        char pairs[64] = "";
-        if (decode != kDecodeTable) snprintf(pairs, sizeof pairs, ", pairs from %s", decode == kDecodeRegsAll ? "registers" : "registers every other word");
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s%s) %s, else %.100s",
-                 preload, rs.warps, rs.u, rs.per_sm, small, pairs, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
         if (d.nf4_mma) {
             memcpy(rest, nf4, sizeof rest);
             snprintf(nf4, sizeof nf4, "on the tensor cores streamed (16-row tiles, %d warps x %d/SM) at blocksize %d, else %.500s", kNf4MmaWarps,

@@ -512,94 +512,16 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
-// How the row-per-lane decoder makes its fp16 pairs. kDecodeTable: every pair from the lane's copy of the
-// shared-memory table (one byte permute and one load a pair). kDecodeRegsHalf / kDecodeRegsAll: every other
-// weight word / every word from registers (nf4_pairs_regs: no load, ~3 ALU instructions a weight), so the 32
-// lookups per KB stop sharing the L1/shared-memory pipe with every global load (ECO_CUDA_NF4_DECODE).
-// kFakeLookupAll / kFakeLookupHalf: a bench-only probe of what the lookups cost (ECO_CUDA_NF4_FAKE_LOOKUP,
-// bench_matvec --dims; never in an engine): every (every other) pair by one byte permute of the weight byte
-// under a fixed exponent (finite, wrong values, no shared-memory load).
-enum { kDecodeTable, kFakeLookupAll, kFakeLookupHalf, kDecodeRegsHalf, kDecodeRegsAll };
-
-template <int Decode> __device__ __forceinline__ unsigned nf4_pair_probe(unsigned word, int k, const unsigned char *table, unsigned lane4)
-{
-    if (Decode == kFakeLookupAll || (Decode == kFakeLookupHalf && k % 2)) return __byte_perm(word, 0x3800u, 0x5050u | (unsigned)k | ((unsigned)k << 8));
-    return nf4_pair(word, k, table, lane4);
-}
-
-// The fp16 codes split into byte planes for a lookup by byte permute, which selects among 8 bytes: planes 0-1
-// hold the low bytes of codes 0-7 (code c in byte c % 4 of plane c / 4), 2-3 those of codes 8-15, 4-7 the high
-// bytes likewise. Immediates, so that the compiler may rematerialize rather than spill them; the host checks
-// them against eco_nf4_codebook before any kernel runs (upload_nf4_tables).
-__host__ __device__ constexpr unsigned nf4_plane(int i)
-{
-    constexpr unsigned planes[8] = {0x52339200u, 0x00d4ea8du, 0x68e02618u, 0x00c9800du,
-                                    0xb6b8b9bcu, 0x00adb1b4u, 0x3533312du, 0x3c393837u};
-    return planes[i];
-}
-
-// prmt in its sign mode (a selector nibble with bit 3 set replicates the selected byte's top bit), which
-// __byte_perm does not promise.
-__device__ __forceinline__ unsigned prmt_sign(unsigned a, unsigned b, unsigned sel)
-{
-    unsigned r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
-
-// The four fp16 pairs of a weight word (the table's values: code of the high nibble low, of the low nibble
-// high) from registers: per four codes, two 8-entry lookups a byte plane joined under a mask of the codes 8-15.
-__device__ __forceinline__ void nf4_pairs_regs(unsigned word, unsigned (&pair)[4])
-{
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        unsigned s = h ? word >> 16 : word; // four codes, low nibble of byte 2h first (a selector's bits 0-15)
-        unsigned idx = s & 0x7777u;
-        // 0xFF in byte j where code j is 8-15: nibble 8|msb replicates the top bit of byte 0 (0x00) or 1 (0x80)
-        unsigned upper = prmt_sign(0x8000u, 0u, ((s >> 3) & 0x1111u) | 0x8888u);
-        unsigned lo = (__byte_perm(nf4_plane(0), nf4_plane(1), idx) & ~upper) | (__byte_perm(nf4_plane(2), nf4_plane(3), idx) & upper);
-        unsigned hi = (__byte_perm(nf4_plane(4), nf4_plane(5), idx) & ~upper) | (__byte_perm(nf4_plane(6), nf4_plane(7), idx) & upper);
-        pair[2 * h] = __byte_perm(lo, hi, 0x4051u);     // byte 2h: codes 1 (first), 0
-        pair[2 * h + 1] = __byte_perm(lo, hi, 0x6273u); // byte 2h + 1: codes 3 (first), 2
-    }
-}
-
-// 32 weights against xh as dot32_pairs, each word's pairs made as Decode says.
-template <int Decode>
-__device__ __forceinline__ float dot32_nf4_decode(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
-{
-    if constexpr (Decode == kDecodeTable) return dot32_nf4_pairs(w, xh, table, lane4);
-    if constexpr (Decode == kFakeLookupAll || Decode == kFakeLookupHalf)
-        return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair_probe<Decode>(word, k, table, lane4); });
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    const __half2 *x = reinterpret_cast<const __half2 *>(xh);
-    __half2 acc[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        unsigned pr[4];
-        if (Decode == kDecodeRegsAll || i % 2) nf4_pairs_regs(u[i], pr);
-        else
-#pragma unroll
-            for (int k = 0; k < 4; k++) pr[k] = nf4_pair(u[i], k, table, lane4);
-#pragma unroll
-        for (int k = 0; k < 4; k++) acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&pr[k]), x[4 * i + k], acc[k]);
-    }
-    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
-    return f.x + f.y;
-}
-
 // The partial sums of R rows' 32-weight chunks w[r] against xh, each chunk whose fp16 sum overflowed redone
 // in fp32 (one check for the R rows).
-template <int R, int Decode = kDecodeTable>
+template <int R>
 __device__ __forceinline__ void dot32_nf4_rows_checked(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
                                                        float (&part)[R])
 {
     bool finite = true;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        part[r] = dot32_nf4_decode<Decode>(w[r], xh, table, lane4);
+        part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
         finite &= isfinite(part[r]);
     }
     if (!finite) {

@@ -278,8 +278,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
-// Decode: where the fp16 pairs come from (kDecode*, cuda_kernels.cuh); the kFakeLookup* probe is bench-only.
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Decode = kDecodeTable>
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
@@ -321,7 +320,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            dot32_nf4_rows_checked<R, Decode>(cur.w[u], xh, nf4_smem, lane4, part);
+            dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const int ub = u - u % AmEvery;
