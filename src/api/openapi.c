@@ -114,13 +114,14 @@ static json_t *ok_response(const char *desc, json_t *content)
                      "content", content);
 }
 
-/* Error responses every operation documents; POST adds 413, service-backed operations add 422. */
+/* Error responses every operation documents; POST adds 413 and 415, service-backed operations add 422. */
 static void add_errors(json_t *responses, bool post, bool service)
 {
     json_object_set_new(responses, "400", ref("responses", "BadRequest"));
     json_object_set_new(responses, "404", ref("responses", "NotFound"));
     json_object_set_new(responses, "405", ref("responses", "MethodNotAllowed"));
     if (post) json_object_set_new(responses, "413", ref("responses", "ContentTooLarge"));
+    if (post) json_object_set_new(responses, "415", ref("responses", "UnsupportedMediaType"));
     json_object_set_new(responses, "414", ref("responses", "UriTooLong"));
     if (service) json_object_set_new(responses, "422", ref("responses", "UnprocessableContent"));
     json_object_set_new(responses, "500", ref("responses", "InternalError"));
@@ -322,6 +323,9 @@ json_t *eco_api_openapi(void)
                                                                         "the methods of this path."));
     json_object_set_new(responses, "ContentTooLarge", problem_response("The body is over 8192 bytes (1048576 for a "
                                                                        "replication)."));
+    json_object_set_new(responses, "UnsupportedMediaType", problem_response("The body's Content-Type names a media type "
+                                                                            "other than JSON (application/json or a "
+                                                                            "+json type; none at all is taken as JSON)."));
     json_object_set_new(responses, "UriTooLong", problem_response("The request target is over 4096 bytes."));
     json_object_set_new(responses, "UnprocessableContent", problem_response("Valid input, but no data covers it "
                                                                             "(e.g. a precision not measured on that "

@@ -345,6 +345,21 @@ static enum MHD_Result serve_static(eco_api *api, struct MHD_Connection *con, re
     return ret;
 }
 
+/* A POST body is JSON: a Content-Type that names another media type (a form, text) is refused with 415 rather
+ * than parsed as if it were JSON. None at all is taken as JSON, for clients that send bare bodies. */
+static bool body_type_is_json(struct MHD_Connection *con, char *shown, size_t shown_size)
+{
+    const char *ct = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct) return true;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    size_t n = strcspn(ct, ";");
+    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+    snprintf(shown, shown_size, "%.*s", (int)(n < 64 ? n : 64), ct);
+    if (n == 16 && !strncasecmp(ct, "application/json", 16)) return true;
+    const char *slash = memchr(ct, '/', n);
+    return slash && n >= 5 && !strncasecmp(ct + n - 5, "+json", 5); /* application/problem+json and kin */
+}
+
 /* POST /v1/replications: the raw body is the energy.json; 201 stored, 200 stored before, 422 with the schema errors. */
 static enum MHD_Result submit_replication(eco_api *api, struct MHD_Connection *con, request *rq)
 {
@@ -414,6 +429,12 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     eco_err err = ECO_OK;
     bool answered = false;
     if (is_post) {
+        char type[80];
+        if (!body_type_is_json(con, type, sizeof type)) {
+            char detail[192];
+            snprintf(detail, sizeof detail, "request body must be JSON: Content-Type is '%s', send application/json", type);
+            return send_problem(con, rq, 415, "about:blank", detail, "body", NULL);
+        }
         if (qlen) {
             enum MHD_Result ret = refuse_named_query(con, rq, query, qlen, true, &answered);
             if (answered) return ret;

@@ -166,7 +166,7 @@ test('GET and POST /v1/optimize answer 200', async () => {
   const g = await fetch(`${server.base}/v1/optimize?gpu=RTX%204090&params_b=7&max_vram_gb=24`);
   assert.equal(g.status, 200, await g.clone().text());
   assert.equal(g.headers.get('cache-control'), 'public, max-age=300');
-  const p = await fetch(`${server.base}/v1/optimize`, { method: 'POST', body: JSON.stringify({ gpu: 'RTX 4090', params_b: 7, max_vram_gb: 24 }) });
+  const p = await fetch(`${server.base}/v1/optimize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ gpu: 'RTX 4090', params_b: 7, max_vram_gb: 24 }) });
   assert.equal(p.status, 200);
   assert.deepEqual(await p.json(), await g.json());
 });
@@ -241,8 +241,17 @@ test('bad input is a 400 problem naming the field', async () => {
   await assertProblem(await post(JSON.stringify({ gpu: 7, params_b: 7 })), 400, 'gpu');
   await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7, batch: 1.5 })), 400, 'batch');
   await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7, extra: true })), 400, 'extra');
-  const q = await fetch(`${server.base}/v1/estimate?gpu=A100`, { method: 'POST', body: '{}' });
+  const q = await fetch(`${server.base}/v1/estimate?gpu=A100`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   await assertProblem(q, 400, 'gpu');
+  // a body is JSON: another media type is a 415 naming it (no Content-Type at all is read as JSON)
+  const form = await assertProblem(await post("gpu=A100&params_b=7", "application/x-www-form-urlencoded"), 415, "body");
+  assert.equal(form.detail, "request body must be JSON: Content-Type is 'application/x-www-form-urlencoded', send application/json");
+  await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7 }), 'text/plain;charset=UTF-8'), 415, 'body');
+  await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7 }), 'application/jsonx'), 415, 'body');
+  for (const ct of ['application/json; charset=utf-8', 'Application/JSON', 'application/merge-patch+json'])
+    assert.equal((await post(JSON.stringify({ gpu: 'A100', params_b: 7 }), ct)).status, 200, ct);
+  const bare = await rawExchange(server.port, [`POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\n{"gpu":"A100","params_b":7}`]);
+  assert.equal(bare.responses[0].status, 200);
   // bounds are printed as written (not 1.04858e+06); lengths are counted in characters, as maxLength does
   let p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&ctx=0`), 400, 'ctx');
   assert.match(p.detail, /between 1 and 1048576, got 0/);
@@ -343,7 +352,7 @@ test('bodies over 8 KiB are 413, by Content-Length and by chunked bytes', async 
   // exactly at the limit is parsed (and then rejected as JSON, not as size)
   const atLimit = '{"a":"' + 'x'.repeat(8192 - 8) + '"}';
   assert.equal(atLimit.length, 8192);
-  await assertProblem(await fetch(`${server.base}/v1/estimate`, { method: 'POST', body: atLimit }), 400, 'a');
+  await assertProblem(await fetch(`${server.base}/v1/estimate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: atLimit }), 400, 'a');
 });
 
 test('a huge chunked body is cut off without harming the server', async () => {
