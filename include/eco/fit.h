@@ -68,6 +68,7 @@ typedef struct {
     char model[ECO_MODEL_NAME_SIZE], gpu[ECO_GPU_NAME_SIZE], session[ECO_SESSION_SIZE], source[ECO_SOURCE_SIZE];
     char flags[160]; /* the record's ("" when none): a throttled baseline or a disagreeing meter, shown with the estimate */
     bool synthetic_weights; /* measured on random values of the model's real shapes (data/h200), said with the estimate */
+    char design[9];  /* the engine's kernel design (eco_record_design_id), "" when the record names none */
 } eco_anchor;
 
 typedef struct {

@@ -60,6 +60,12 @@ typedef struct {
                                 * fp16:throttled" (eco_energy_record_flags); "" when none */
 } eco_record;
 
+/* A run's note names its engine's kernel design after this mark (eco measure's software.engine_design). */
+#define ECO_RECORD_DESIGN_MARK "; kernels: "
+/* A short id of that design: 8 hex digits of a hash of the text after the mark, "" when the note names none. Two
+ * records with the same id ran the same kernels. */
+void eco_record_design_id(const eco_record *r, char out[9]);
+
 /* (E_quant - E_fp16) / E_fp16 * 100; negative = quantization saves energy. */
 double eco_record_delta_pct(const eco_record *r);
 /* Protocol identity used to refuse silent pooling, e.g. "tok256/gross/nvml-power-poll". */

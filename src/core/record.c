@@ -2,9 +2,20 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+void eco_record_design_id(const eco_record *r, char out[9])
+{
+    out[0] = '\0';
+    const char *d = strstr(r->note, ECO_RECORD_DESIGN_MARK);
+    if (!d || !d[strlen(ECO_RECORD_DESIGN_MARK)]) return;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const char *c = d + strlen(ECO_RECORD_DESIGN_MARK); *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
+    snprintf(out, 9, "%08x", (unsigned)h);
+}
 
 double eco_record_delta_pct(const eco_record *r) { return (r->e_quant_mj - r->e_fp16_mj) / r->e_fp16_mj * 100.0; }
 

@@ -92,6 +92,28 @@ static void synthetic_note(eco_estimate *e, const eco_curve *c, const size_t *id
          c->precision == ECO_PREC_INT8_MIXED ? "; LLM.int8()'s outlier path follows the synthetic outlier columns, not a trained model's" : "");
 }
 
+/* Measurements made with different versions of eco's own kernels (the design id each run recorded): the spread
+ * between them is the engine's changes as well as the cards', which a reader comparing them needs to know. */
+static void design_note(eco_estimate *e, const eco_curve *c, const size_t *idx, size_t n, bool measured)
+{
+    const char *seen[ECO_FIT_MAX_ANCHORS];
+    size_t designs = 0, named = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *d = c->anchors[idx[i]].design;
+        if (!*d) continue;
+        named++;
+        bool known = false;
+        for (size_t m = 0; m < designs && !known; m++) known = !strcmp(seen[m], d);
+        if (!known) seen[designs++] = d;
+    }
+    if (designs < 2) return;
+    char who[64];
+    if (named == n) snprintf(who, sizeof who, "the %zu measurements %s", n, measured ? "behind this answer" : "on this curve");
+    else snprintf(who, sizeof who, "%zu of the %zu measurements %s", named, n, measured ? "behind this answer" : "on this curve");
+    note(e, "%s ran %zu different kernel designs of eco's engine: the differences between them include the engine's "
+            "changes, not only the cards' (each run's energy.json names its design)", who, designs);
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -570,6 +592,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         flagged_note(e, c, hits);
         other_card_note(e, c, hits, q->card);
         synthetic_note(e, c, e->anchor_idx, hits, true);
+        design_note(e, c, e->anchor_idx, hits, true);
     } else {
         double lo, hi;
         eco_curve_band95(c, N, &lo, &hi);
@@ -578,6 +601,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         e->n_anchors = c->n_anchors;
         for (size_t i = 0; i < c->n_anchors; i++) { e->anchor_idx[i] = i; e->n += c->anchors[i].n_trials; }
         synthetic_note(e, c, e->anchor_idx, c->n_anchors, false);
+        design_note(e, c, e->anchor_idx, c->n_anchors, false);
         double d = 0;
         if (N < c->n_min_b) d = log(c->n_min_b / N);
         else if (N > c->n_max_b) d = log(N / c->n_max_b);

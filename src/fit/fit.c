@@ -370,6 +370,7 @@ eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *o
         snprintf(a->source, sizeof a->source, "%s", r->source);
         snprintf(a->flags, sizeof a->flags, "%s", r->flags);
         a->synthetic_weights = r->synthetic_weights;
+        eco_record_design_id(r, a->design);
         if (r->session[0] && c->n_sessions < ECO_FIT_MAX_SESSIONS) {
             bool seen = false;
             for (size_t s = 0; s < c->n_sessions && !seen; s++) seen = !strcmp(c->sessions[s], r->session);

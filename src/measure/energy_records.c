@@ -141,7 +141,7 @@ eco_err eco_energy_records(const json_t *doc, const char *source, eco_record **o
         snprintf(r->note, sizeof r->note, "eco measure (%s): decode energy from the NVML counter, prefill excluded, %d blocks "
                  "of >= %.0f s windows%s%s%s", str(proto, "version") ? str(proto, "version") : "?", r->n_trials,
                  num(proto, "min_window_s"), r->synthetic_weights ? "; synthetic weights of the model's exact shapes" : "",
-                 design ? "; kernels: " : "", design ? design : "");
+                 design ? ECO_RECORD_DESIGN_MARK : "", design ? design : "");
         if (eco_record_check(r)) {
             free(rows);
             return eco_fail_context("%s (%s): ", source, pname);

@@ -27,11 +27,11 @@ json_t *eco_curves_to_json(const eco_curve_set *set)
         json_t *anchors = json_array(), *excl = json_array(), *loo = json_array(), *boot = json_array(), *sess = json_array();
         for (size_t k = 0; k < c->n_anchors; k++) {
             const eco_anchor *a = &c->anchors[k];
-            json_array_append_new(anchors, json_pack("{s:o, s:o, s:o, s:o, s:o, s:i, s:s, s:s, s:s, s:s, s:s, s:b}", "params_b",
+            json_array_append_new(anchors, json_pack("{s:o, s:o, s:o, s:o, s:o, s:i, s:s, s:s, s:s, s:s, s:s, s:b, s:s}", "params_b",
                                                      num(a->params_b), "delta_pct", num(a->delta_pct), "sd_pct", num(a->sd_pct),
                                                      "cv_pct", num(a->cv_pct), "weight", num(a->weight), "n_trials", a->n_trials,
                                                      "model", a->model, "gpu", a->gpu, "session", a->session, "source", a->source,
-                                                     "flags", a->flags, "synthetic_weights", a->synthetic_weights));
+                                                     "flags", a->flags, "synthetic_weights", a->synthetic_weights, "design", a->design));
         }
         for (size_t k = 0; k < c->n_excluded; k++)
             json_array_append_new(excl, json_pack("{s:s, s:s, s:o, s:o}", "source", c->excluded[k].source, "reason", c->excluded[k].reason,
@@ -218,6 +218,8 @@ static eco_err read_curve(const json_t *o, eco_curve *c, const char *w)
         json_t *syn = json_object_get(x, "synthetic_weights"); // absent from files written before anchors said it
         if (syn && !json_is_boolean(syn)) return bad(p, "synthetic_weights must be true or false");
         an->synthetic_weights = json_is_true(syn);
+        an->design[0] = '\0'; // absent from files written before anchors named their kernel design
+        if (json_object_get(x, "design")) TRY(get_str(x, "design", an->design, sizeof an->design, p));
     }
     TRY(get_arr(o, "excluded", ECO_FIT_MAX_EXCLUDED, &a, w));
     for (size_t i = 0; i < json_array_size(a); i++) {

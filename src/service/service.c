@@ -182,9 +182,10 @@ static json_t *notes_json(const char (*notes)[ECO_EST_NOTE_BYTES], size_t n)
 
 static json_t *anchor_json(const eco_anchor *a)
 {
-    return json_pack("{s:o, s:o, s:o, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:b}", "params_b", num(a->params_b), "delta_pct", num(a->delta_pct),
+    return json_pack("{s:o, s:o, s:o, s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:b, s:s}", "params_b", num(a->params_b), "delta_pct", num(a->delta_pct),
                      "weight", num(a->weight), "n_trials", a->n_trials, "model", a->model, "gpu", a->gpu, "session", a->session,
-                     "source", a->source, "cv_pct", num(a->cv_pct), "flags", a->flags, "synthetic_weights", a->synthetic_weights);
+                     "source", a->source, "cv_pct", num(a->cv_pct), "flags", a->flags, "synthetic_weights", a->synthetic_weights,
+                     "design", a->design);
 }
 
 static json_t *energy_json(const eco_energy_value *v)

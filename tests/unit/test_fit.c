@@ -504,6 +504,54 @@ static void test_flagged_measurements_are_named(void **state)
     free(set);
 }
 
+/* Measurements of eco's own engine name their kernel design; an answer resting on several designs says so. */
+static void test_kernel_designs_are_said(void **state)
+{
+    (void)state;
+    char a[9], b[9], none[9];
+    eco_record r = {0};
+    snprintf(r.note, sizeof r.note, "eco measure" ECO_RECORD_DESIGN_MARK "graph+PDL, nf4 a row per lane");
+    eco_record_design_id(&r, a);
+    snprintf(r.note, sizeof r.note, "eco measure" ECO_RECORD_DESIGN_MARK "graph+PDL, nf4 lanes");
+    eco_record_design_id(&r, b);
+    snprintf(r.note, sizeof r.note, "reference row");
+    eco_record_design_id(&r, none);
+    assert_int_equal(strlen(a), 8);
+    assert_string_not_equal(a, b);
+    assert_string_equal(none, "");
+    snprintf(r.note, sizeof r.note, "eco measure" ECO_RECORD_DESIGN_MARK);
+    eco_record_design_id(&r, none);
+    assert_string_equal(none, "");
+
+    eco_record rows[6];
+    static const double sizes[] = {1, 2, 3, 3, 5, 7};
+    for (int i = 0; i < 6; i++) make_row(&rows[i], "ada", ECO_PREC_NF4, sizes[i], 30 - 5 * i, 3, "m");
+    snprintf(rows[3].session, sizeof rows[3].session, "s2");
+    snprintf(rows[2].note, sizeof rows[2].note, "eco measure" ECO_RECORD_DESIGN_MARK "graph+PDL, nf4 a row per lane");
+    snprintf(rows[3].note, sizeof rows[3].note, "eco measure" ECO_RECORD_DESIGN_MARK "graph+PDL, nf4 lanes");
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "ada", .precision = ECO_PREC_NF4, .params_b = 3.0, .batch = 1};
+    for (int same = 0; same < 2; same++) {
+        if (same) snprintf(rows[3].note, sizeof rows[3].note, "%s", rows[2].note);
+        eco_curve_set *set = fit_rows(rows, 6, NULL);
+        q.params_b = 3.0;
+        assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+        assert_int_equal(e.label, ECO_LABEL_MEASURED);
+        bool said = false;
+        for (size_t i = 0; i < e.n_notes; i++)
+            said |= strstr(e.notes[i], "the 2 measurements behind this answer ran 2 different kernel designs of eco's engine") != NULL;
+        assert_int_equal(said, !same);
+        q.params_b = 4.0; /* between the sizes: the curve's six measurements, two of which name a design */
+        assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+        assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
+        said = false;
+        for (size_t i = 0; i < e.n_notes; i++)
+            said |= strstr(e.notes[i], "2 of the 6 measurements on this curve ran 2 different kernel designs") != NULL;
+        assert_int_equal(said, !same);
+        free(set);
+    }
+}
+
 /* A measured answer's range: Student's t over its few trials, the scatter between sessions that repeated a
  * measurement on the curve when the answer rests on one session, and an fp16 baseline never zero-width. */
 static void test_measured_ranges(void **state)
@@ -1163,6 +1211,7 @@ int main(void)
         cmocka_unit_test(test_recover_saturating),      cmocka_unit_test(test_weights_matter),
         cmocka_unit_test(test_fallback_forms_and_protocols), cmocka_unit_test(test_bootstrap_deterministic),
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
+        cmocka_unit_test(test_kernel_designs_are_said),
         cmocka_unit_test(test_provenance_when_request_and_data_differ),
         cmocka_unit_test(test_measured_ranges),
         cmocka_unit_test(test_ranges_rest_on_the_measurements),

@@ -47,6 +47,7 @@ static int setup(void **state)
     make_row(&rows[7], "ampere", ECO_PREC_INT8_MIXED, 14.0, 107, "Qwen2.5-14B");
     make_row(&rows[8], "ampere", ECO_PREC_NF4, 7.0, -4, "Mistral-7B");
     snprintf(rows[3].flags, sizeof rows[3].flags, "throttled fp16:throttled"); /* kept through the round trip */
+    snprintf(rows[3].note, sizeof rows[3].note, "eco measure" ECO_RECORD_DESIGN_MARK "graph+PDL"); /* and its design id */
     memset(rows[8].session, 'R', ECO_SESSION_SIZE - 1); /* a run id of the schema's 128 characters, kept whole */
     rows[8].session[ECO_SESSION_SIZE - 1] = '\0';
     eco_curve_set *set = malloc(sizeof *set);
@@ -100,6 +101,12 @@ static void test_curves_deterministic_and_round_trip(void **state)
     char *c = slurp(curves_path2);
     assert_string_equal(a, c);
     assert_non_null(strstr(a, "\"flags\": \"throttled fp16:throttled\""));
+    char design[9];
+    eco_record_design_id(&(eco_record){.note = "x" ECO_RECORD_DESIGN_MARK "graph+PDL"}, design);
+    char want[40];
+    snprintf(want, sizeof want, "\"design\": \"%s\"", design);
+    assert_int_equal(strlen(design), 8);
+    assert_non_null(strstr(a, want));
     bool long_session = false;
     for (size_t i = 0; i < set->n_curves; i++)
         for (size_t k = 0; k < set->curves[i].n_sessions; k++) long_session |= strlen(set->curves[i].sessions[k]) == 128;
@@ -109,8 +116,14 @@ static void test_curves_deterministic_and_round_trip(void **state)
     json_t *old = json_loads(a, 0, &jerr0);
     json_t *anchor0 = json_array_get(json_object_get(json_array_get(json_object_get(old, "curves"), 0), "anchors"), 0);
     json_object_del(anchor0, "flags");
+    json_object_del(anchor0, "design");
     assert_int_equal(eco_curves_from_json(old, set), ECO_OK);
     assert_string_equal(set->curves[0].anchors[0].flags, "");
+    assert_string_equal(set->curves[0].anchors[0].design, "");
+    json_object_set_new(anchor0, "design", json_string("0123456789abcdef")); /* longer than an id: refused, not cut */
+    assert_int_equal(eco_curves_from_json(old, set), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "curves[0].anchors[0].design"));
+    json_object_del(anchor0, "design");
     json_object_set_new(anchor0, "flags", json_integer(3));
     assert_int_equal(eco_curves_from_json(old, set), ECO_EFORMAT);
     assert_non_null(strstr(eco_last_error(), "curves[0].anchors[0].flags"));

@@ -91,7 +91,7 @@ export class Eco {
         c.crossover_b, c.crossover_dir, c.n_distinct_sizes, loo.median_abs_pct, loo.mae_pct, c.seed]);
       this.call('eco_wasm_curve_add');
       for (const a of c.anchors || []) {
-        ['model', 'gpu', 'session', 'source', 'flags'].forEach((k, i) => this.setStr(i, s(a[k])));
+        ['model', 'gpu', 'session', 'source', 'flags', 'design'].forEach((k, i) => this.setStr(i, s(a[k])));
         this.setF64([a.params_b, a.delta_pct, a.sd_pct, a.cv_pct, a.weight, a.n_trials, a.synthetic_weights === true ? 1 : 0]);
         this.call('eco_wasm_curve_anchor');
       }

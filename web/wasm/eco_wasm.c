@@ -184,7 +184,7 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
     return 0;
 }
 
-/* str: 0 model, 1 gpu, 2 session, 3 source, 4 flags ("" when none); f64: 0 params_b, 1 delta_pct, 2 sd_pct, 3 cv_pct,
+/* str: 0 model, 1 gpu, 2 session, 3 source, 4 flags, 5 design ("" when none); f64: 0 params_b, 1 delta_pct, 2 sd_pct, 3 cv_pct,
  * 4 weight, 5 n_trials, 6 synthetic_weights (0 or 1) */
 EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
 {
@@ -202,6 +202,7 @@ EXPORT("eco_wasm_curve_anchor") int eco_wasm_curve_anchor(void)
     TRY(copy_str(a->session, sizeof a->session, 2, "anchor session"));
     TRY(copy_str(a->source, sizeof a->source, 3, "anchor source"));
     TRY(copy_str(a->flags, sizeof a->flags, 4, "anchor flags"));
+    TRY(copy_str(a->design, sizeof a->design, 5, "anchor design"));
     c->n_anchors++;
     return 0;
 }
@@ -320,7 +321,7 @@ static void anchor_json(const eco_anchor *a)
     knum("params_b", a->params_b); knum("delta_pct", a->delta_pct); knum("weight", a->weight);
     kint("n_trials", a->n_trials); kstr("model", a->model); kstr("gpu", a->gpu); kstr("session", a->session);
     kstr("source", a->source); knum("cv_pct", a->cv_pct); kstr("flags", a->flags);
-    key("synthetic_weights"); jbool(a->synthetic_weights);
+    key("synthetic_weights"); jbool(a->synthetic_weights); kstr("design", a->design);
     end_obj();
 }
 
