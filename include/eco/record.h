@@ -63,7 +63,8 @@ typedef struct {
 /* A run's note names its engine's kernel design after this mark (eco measure's software.engine_design). */
 #define ECO_RECORD_DESIGN_MARK "; kernels: "
 /* A short id of that design: 8 hex digits of a hash of the text after the mark, "" when the note names none. Two
- * records with the same id ran the same kernels. */
+ * records with the same id ran the same described design (the text names the kernels and their rules, not the
+ * build: energy.json's software.build tells builds apart). */
 void eco_record_design_id(const eco_record *r, char out[9]);
 
 /* (E_quant - E_fp16) / E_fp16 * 100; negative = quantization saves energy. */

@@ -24,7 +24,7 @@ typedef enum {
 } api_route;
 
 /* Statuses this server produces; anything else is counted as "other". */
-#define API_STATUSES(X) X(200) X(201) X(204) X(304) X(400) X(404) X(405) X(413) X(414) X(422) X(500) X(503)
+#define API_STATUSES(X) X(200) X(201) X(204) X(304) X(400) X(404) X(405) X(413) X(414) X(415) X(422) X(500) X(503)
 enum {
 #define API_STATUS_ENUM(code) STATUS_##code,
     API_STATUSES(API_STATUS_ENUM)

@@ -67,6 +67,8 @@ typedef struct {
     size_t body_len;
     char *body;        /* capped at body_limit, allocated on the first chunk */
     size_t body_limit; /* ECO_API_MAX_BODY_BYTES, or ECO_API_MAX_REPLICATION_BYTES for a submitted energy.json */
+    bool not_json;     /* a POST whose Content-Type names another media type: its body is counted, not kept (415) */
+    char body_type[72];/* that type as sent, non-printable bytes shown as '?' */
     char uri[];        /* raw target, at most ECO_API_MAX_URL_BYTES + 1 bytes copied */
 } request;
 
@@ -124,6 +126,7 @@ static const char *status_title(unsigned status)
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Content";
     case 503: return "Service Unavailable";
     default: return "Internal Server Error";
@@ -346,7 +349,8 @@ static enum MHD_Result serve_static(eco_api *api, struct MHD_Connection *con, re
 }
 
 /* A POST body is JSON: a Content-Type that names another media type (a form, text) is refused with 415 rather
- * than parsed as if it were JSON. None at all is taken as JSON, for clients that send bare bodies. */
+ * than parsed as if it were JSON. None at all (or an empty one) is taken as JSON, for clients that send bare
+ * bodies. shown: the media type as sent, for the problem's detail. */
 static bool body_type_is_json(struct MHD_Connection *con, char *shown, size_t shown_size)
 {
     const char *ct = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -354,10 +358,14 @@ static bool body_type_is_json(struct MHD_Connection *con, char *shown, size_t sh
     while (*ct == ' ' || *ct == '\t') ct++;
     size_t n = strcspn(ct, ";");
     while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
-    snprintf(shown, shown_size, "%.*s", (int)(n < 64 ? n : 64), ct);
+    if (!n) return true;
+    size_t k = 0; /* the detail is JSON text: header bytes that are not printable ASCII are shown as '?' */
+    for (; k < n && k + 1 < shown_size && k < 64; k++) shown[k] = ct[k] >= 0x20 && ct[k] < 0x7f ? ct[k] : '?';
+    shown[k] = '\0';
     if (n == 16 && !strncasecmp(ct, "application/json", 16)) return true;
+    /* type/name+json (application/problem+json and kin): a type, a slash, a name, the suffix */
     const char *slash = memchr(ct, '/', n);
-    return slash && n >= 5 && !strncasecmp(ct + n - 5, "+json", 5); /* application/problem+json and kin */
+    return slash && slash > ct && n >= 5 && slash + 1 < ct + n - 5 && !strncasecmp(ct + n - 5, "+json", 5);
 }
 
 /* POST /v1/replications: the raw body is the energy.json; 201 stored, 200 stored before, 422 with the schema errors. */
@@ -429,10 +437,9 @@ static enum MHD_Result dispatch(eco_api *api, struct MHD_Connection *con, const 
     eco_err err = ECO_OK;
     bool answered = false;
     if (is_post) {
-        char type[80];
-        if (!body_type_is_json(con, type, sizeof type)) {
+        if (rq->not_json) {
             char detail[192];
-            snprintf(detail, sizeof detail, "request body must be JSON: Content-Type is '%s', send application/json", type);
+            snprintf(detail, sizeof detail, "request body must be JSON: Content-Type is '%s', send application/json", rq->body_type);
             return send_problem(con, rq, 415, "about:blank", detail, "body", NULL);
         }
         if (qlen) {
@@ -585,6 +592,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
                 return send_problem(con, rq, 413, "urn:ecocompute:problem:too-large", detail, "body", NULL);
             }
         }
+        /* the type is known before the body: a non-JSON one is answered (after the route's method check) without
+         * keeping up to a MiB of it */
+        rq->not_json = !strcmp(method, MHD_HTTP_METHOD_POST) && !body_type_is_json(con, rq->body_type, sizeof rq->body_type);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -596,6 +606,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
             rq->too_big = true;
             rq->discarded += n;
             return rq->discarded > DISCARD_LIMIT_BYTES ? MHD_NO : MHD_YES;
+        }
+        if (rq->not_json) { /* refused with 415 once it ends: counted against the limit, not kept */
+            rq->body_len += n;
+            return MHD_YES;
         }
         if (!rq->body && !(rq->body = malloc(rq->body_limit))) return MHD_NO;
         memcpy(rq->body + rq->body_len, upload_data, n);

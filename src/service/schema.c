@@ -119,7 +119,8 @@ static json_t *anchor(void)
                "synthetic_weights", described(t("boolean"), "measured on random values of the model's real shapes (EcoCompute's H200 runs): "
                                               "speed and energy follow the shapes, int8-mixed's outlier path the synthetic outlier columns"),
                "design", described(t("string"), "8 hex digits naming the engine's kernel design the run recorded (equal ids: the same "
-                                   "kernels); \"\" when the measurement names none (the reference dataset's rows)"),
+                                   "described design; the build is the run's software.build); \"\" when the measurement names none "
+                                   "(the reference dataset's rows)"),
                NULL);
 }
 

@@ -250,8 +250,14 @@ test('bad input is a 400 problem naming the field', async () => {
   await assertProblem(await post(JSON.stringify({ gpu: 'A100', params_b: 7 }), 'application/jsonx'), 415, 'body');
   for (const ct of ['application/json; charset=utf-8', 'Application/JSON', 'application/merge-patch+json'])
     assert.equal((await post(JSON.stringify({ gpu: 'A100', params_b: 7 }), ct)).status, 200, ct);
-  const bare = await rawExchange(server.port, [`POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\n{"gpu":"A100","params_b":7}`]);
-  assert.equal(bare.responses[0].status, 200);
+  assert.equal(form.title, 'Unsupported Media Type');
+  await assertProblem(await post('{}', '/+json'), 415, 'body'); // a +json type needs a type and a name
+  const bare = await rawExchange(server.port, [`POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\n{"gpu":"A100","params_b":7}`,
+    `POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Type: \r\nContent-Length: 27\r\n\r\n{"gpu":"A100","params_b":7}`,
+    `POST /v1/estimate HTTP/1.1\r\nHost: x\r\nContent-Type: text/\u00e9\r\nContent-Length: 2\r\n\r\n{}`]);
+  assert.deepEqual(bare.responses.map((r) => r.status), [200, 200, 415]); // no type and an empty one are read as JSON
+  assert.match(JSON.parse(bare.responses[2].body).detail, /Content-Type is 'text\/\?\?'/); // bytes past ASCII shown as '?'
+  assert.match(await (await fetch(`${server.base}/metrics`)).text(), /^eco_http_requests_total\{route="\/v1\/estimate",status="415"\} [1-9]/m);
   // bounds are printed as written (not 1.04858e+06); lengths are counted in characters, as maxLength does
   let p = await assertProblem(await fetch(`${server.base}/v1/estimate?gpu=A100&params_b=7&ctx=0`), 400, 'ctx');
   assert.match(p.detail, /between 1 and 1048576, got 0/);
