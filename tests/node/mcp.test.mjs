@@ -409,6 +409,28 @@ test('raw malformed input: parse errors, invalid requests, unknown methods, wron
   assert.match(s.stderr, /parse error/);
 });
 
+test('integers past 64 bits are valid JSON: an argument gets its range error, an id that large is refused', async () => {
+  const s = await rawSession([
+    init('2025-11-25'), initialized,
+    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"recommend_config","arguments":{"gpu":"H200","params_b":7,"batch":99999999999999999999}}}',
+    '{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"estimate_energy","arguments":{"gpu":"H200","params_b":7,"batch":8,"ctx":99999999999999999999}}}',
+  ]);
+  assert.equal(s.code, 0, s.stderr);
+  assertProtocolOnly(s.messages);
+  assert.equal(s.messages.length, 4);
+  const [, big, id, ctx] = s.messages;
+  assert.equal(big.id, 3); // the other integers keep their type: the id is echoed as sent
+  assert.equal(big.result.isError, true);
+  assert.match(big.result.content[0].text, /batch must be between 1 and 1024, got 1e\+20/);
+  assert.equal(id.id, null);
+  assert.equal(id.error.code, -32600);
+  assert.match(id.error.message, /"id" must be a string or an integer of at most 64 bits/);
+  assert.equal(ctx.id, 5);
+  assert.match(ctx.result.content[0].text, /'ctx'/); // batch 8 still an integer: only ctx is out of range
+  assert.doesNotMatch(ctx.result.content[0].text, /'batch'/);
+});
+
 test('requests before initialize are refused; ping is allowed; EOF exits 0', async () => {
   const s = await rawSession([
     { jsonrpc: '2.0', id: 1, method: 'tools/list' },
