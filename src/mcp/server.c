@@ -420,21 +420,24 @@ static int nesting_at(const char *s, size_t len, size_t pos)
 /* After a reparse that read every number as a double: the integers that a double holds exactly become integers
  * again, so ids and integer arguments keep their type; a larger one stays a double, which the id check or the
  * argument's own range check then names. */
+static bool exact_integer(const json_t *x)
+{
+    return json_is_real(x) && floor(json_real_value(x)) == json_real_value(x) && fabs(json_real_value(x)) <= 9007199254740992.0;
+}
+
 static void integers_back(json_t *v)
 {
     if (json_is_object(v)) {
         const char *key;
         json_t *x;
         json_object_foreach(v, key, x) {
-            if (json_is_real(x) && floor(json_real_value(x)) == json_real_value(x) && fabs(json_real_value(x)) <= 9007199254740992.0)
-                json_object_set_new(v, key, json_integer((json_int_t)json_real_value(x)));
+            if (exact_integer(x)) json_object_set_new(v, key, json_integer((json_int_t)json_real_value(x)));
             else integers_back(x);
         }
     } else if (json_is_array(v)) {
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *x = json_array_get(v, i);
-            if (json_is_real(x) && floor(json_real_value(x)) == json_real_value(x) && fabs(json_real_value(x)) <= 9007199254740992.0)
-                json_array_set_new(v, i, json_integer((json_int_t)json_real_value(x)));
+            if (exact_integer(x)) json_array_set_new(v, i, json_integer((json_int_t)json_real_value(x)));
             else integers_back(x);
         }
     }
