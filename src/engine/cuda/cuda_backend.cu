@@ -1984,7 +1984,13 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
             d.tiled = true;
             d.tile_map = EP_STORE;
         }
-        if (nf4_rows) {
+        if (nf4_rows && s.nf4_mma && d.blocksize == kNf4MmaBlocksize) { // the tensor-core stream takes what that decoder would
+            MatvecParams mp = mapping_params(&s, d, EP_STORE);
+            bytes = (size_t)nf4_mma_tiles(mp) * (d.cols / kNf4MmaStepCols) * kTileStepBytes;
+            d.nf4_mma = true;
+            d.tile_map = EP_STORE;
+            if ((err = nf4_mma_plan(&s, d, EP_STORE))) break;
+        } else if (nf4_rows) {
             d.nf4_rows = true;
             d.tile_map = EP_STORE;
             if ((err = nf4_rows_plan(&s, d, EP_STORE))) break;
