@@ -1120,9 +1120,12 @@ eco_err stream_k_plan(State *s, DeviceLinear &d, MatvecFn fn, int block_warps, l
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
-// The row-per-lane decoder's launch (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL).
+// Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
+// (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL).
 eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 {
+    d.nf4_rows = true;
+    d.tile_map = map;
     MatvecParams p = mapping_params(s, d, map);
     d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
@@ -1166,9 +1169,20 @@ template <typename Relayout> eco_err relayout_nf4(State *s, Linear &l, size_t wb
 
 // ---- nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh) ----
 
-// Its launch, as the row-per-lane decoder's (stream_k_plan) over tiles of steps, and the zero x its lanes read.
+// Its tile order under epilogue mapping `map`: tiles of 16 rows, steps of kNf4MmaStepCols columns, and their bytes.
+size_t nf4_mma_tiled_bytes(const State *s, const DeviceLinear &d, int map, int *tiles, int *steps)
+{
+    *tiles = nf4_mma_tiles(mapping_params(s, d, map));
+    *steps = d.cols / kNf4MmaStepCols;
+    return (size_t)*tiles * (size_t)*steps * kTileStepBytes;
+}
+
+// Puts a linear in that order on the kernel, and plans its launch as the row-per-lane decoder's (stream_k_plan)
+// over tiles of steps, with the zero x its lanes read.
 eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
 {
+    d.nf4_mma = true;
+    d.tile_map = map;
     MatvecParams p = mapping_params(s, d, map);
     MatvecFn fn = d.format == ECO_PREC_NF4_DQ ? matvec_nf4_mma<true> : matvec_nf4_mma<false>;
     eco_err e = stream_k_plan(s, d, fn, kNf4MmaWarps, nf4_mma_tiles(p), d.cols / kNf4MmaStepCols, 1, 16);
@@ -1181,16 +1195,14 @@ eco_err tile_nf4_mma(State *s, Linear &l, int map)
 {
     DeviceLinear &d = l.d;
     MatvecParams p = mapping_params(s, d, map);
-    int tiles = nf4_mma_tiles(p), steps = d.cols / kNf4MmaStepCols;
-    eco_err e = relayout_nf4(s, l, (size_t)tiles * steps * kTileStepBytes, (size_t)tiles * steps * 32, "tiling an nf4 linear",
+    int tiles, steps;
+    size_t wbytes = nf4_mma_tiled_bytes(s, d, map, &tiles, &steps);
+    eco_err e = relayout_nf4(s, l, wbytes, (size_t)tiles * steps * 32, "tiling an nf4 linear",
                              [&](uint8_t *w, float *am, uint8_t *codes) {
                                  tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, p, (size_t)d.cols / 2, steps, tiles);
                                  interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(d.absmax, am, d.absmax_q, codes, p, tiles, steps);
                              });
-    if (e) return e;
-    d.nf4_mma = true;
-    d.tile_map = map;
-    return nf4_mma_plan(s, d, map);
+    return e ? e : nf4_mma_plan(s, d, map);
 }
 
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
@@ -1239,10 +1251,7 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
         interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
                                                          groups, d.blocksize);
     });
-    if (e) return e;
-    d.nf4_rows = true;
-    d.tile_map = map;
-    return nf4_rows_plan(s, d, map);
+    return e ? e : nf4_rows_plan(s, d, map);
 }
 
 // The nf4 lane decoder takes this (row-major) nf4 linear.
@@ -1985,15 +1994,11 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
             d.tile_map = EP_STORE;
         }
         if (nf4_rows && s.nf4_mma && d.blocksize == kNf4MmaBlocksize) { // the tensor-core stream takes what that decoder would
-            MatvecParams mp = mapping_params(&s, d, EP_STORE);
-            bytes = (size_t)nf4_mma_tiles(mp) * (d.cols / kNf4MmaStepCols) * kTileStepBytes;
-            d.nf4_mma = true;
-            d.tile_map = EP_STORE;
+            int tiles, steps;
+            bytes = nf4_mma_tiled_bytes(&s, d, EP_STORE, &tiles, &steps);
             if ((err = nf4_mma_plan(&s, d, EP_STORE))) break;
-        } else if (nf4_rows) {
-            d.nf4_rows = true;
-            d.tile_map = EP_STORE;
-            if ((err = nf4_rows_plan(&s, d, EP_STORE))) break;
+        } else if (nf4_rows && (err = nf4_rows_plan(&s, d, EP_STORE))) {
+            break;
         }
         uint8_t *w;
         if ((err = dalloc(&s, &w, bytes))) break;
