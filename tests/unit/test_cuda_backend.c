@@ -284,6 +284,23 @@ static void nf4_rows_variant(const char *name, const char *value)
     unsetenv(name);
 }
 
+/* ECO_CUDA_NF4 set to nf4 (left set for the caller), its stream-K kernel on the grid that fits, 2 blocks (each warp walks several row
+ * groups or tiles), 32 blocks (groups split between warps: deposits and arrivals) and 200 (most warps with nothing
+ * to do): nf4 and nf4-dq on medium, nf4 on a Qwen2 shape. */
+static void compare_nf4_on_grids(const char *nf4)
+{
+    setenv("ECO_CUDA_NF4", nf4, 1);
+    const char *blocks[] = {NULL, "2", "32", "200"};
+    for (size_t i = 0; i < 4; i++) {
+        if (blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", blocks[i], 1);
+        print_message("ECO_CUDA_NF4=%s ECO_CUDA_NF4_BLOCKS=%s\n", nf4, blocks[i] ? blocks[i] : "-");
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+}
+
 /* nf4 on the tensor cores, streamed (ECO_CUDA_NF4=mma-all: every nf4 linear of blocksize 64): the grid that
  * fits, 2 blocks (each warp walks many tiles), 32 (medium's tiles split between warps: deposits and arrivals, and
  * atomic residual adds), 200 (most warps idle); qkv's RoPE deposited by a tile's last warp (ECO_CUDA_QKV_ATOMIC=0);
@@ -293,16 +310,8 @@ static void test_nf4_mma_stream_matches_cpu_reference(void **state)
 {
     (void)state;
     if (!have_device()) skip();
-    setenv("ECO_CUDA_NF4", "mma-all", 1);
+    compare_nf4_on_grids("mma-all");
     const char *blocks[] = {NULL, "2", "32", "200"};
-    for (size_t i = 0; i < 4; i++) {
-        if (blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", blocks[i], 1);
-        print_message("ECO_CUDA_NF4=mma-all ECO_CUDA_NF4_BLOCKS=%s\n", blocks[i] ? blocks[i] : "-");
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        unsetenv("ECO_CUDA_NF4_BLOCKS");
-    }
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
     compare(ECO_FAMILY_LLAMA, ECO_PREC_NF4_DQ, 0.9999);
@@ -416,19 +425,10 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     unsetenv("ECO_CUDA_MATVEC");
-    /* nf4 a row per lane: the grid that fits, 2 blocks (each warp walks several row groups), 32 blocks
-     * (medium's gate_up groups split between 8 warps each: deposits and arrivals), and 200 (most warps with
-     * nothing to do); then at least 8 steps a warp; then blocks of 32 (an absmax per chunk) and 256 columns */
-    setenv("ECO_CUDA_NF4", "rows", 1);
+    /* nf4 a row per lane on four grids (medium's gate_up groups split between 8 warps each at 32 blocks); then at
+     * least 8 steps a warp; then blocks of 32 (an absmax per chunk) and 256 columns */
+    compare_nf4_on_grids("rows");
     const char *rows_blocks[] = {NULL, "2", "32", "200"};
-    for (size_t i = 0; i < 4; i++) {
-        if (rows_blocks[i]) setenv("ECO_CUDA_NF4_BLOCKS", rows_blocks[i], 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_BLOCKS=%s\n", rows_blocks[i] ? rows_blocks[i] : "-");
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-        unsetenv("ECO_CUDA_NF4_BLOCKS");
-    }
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
     const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
