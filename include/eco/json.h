@@ -16,6 +16,11 @@
 /* Parses `len` bytes (no NUL needed). Duplicate object keys are rejected. `name` labels the error
  * ("energy.json:3:14: ..."). ECO_EFORMAT for malformed JSON, ECO_ETOOBIG over max_bytes (0 = default). */
 eco_err eco_json_loadb(const char *buf, size_t len, const char *name, size_t max_bytes, json_t **out);
+/* json_loadb for messages whose numbers are parameters (API bodies, MCP messages): an integer past 64 bits is
+ * valid JSON, so instead of failing the load the text is read again with every number as a double, and those a
+ * double holds exactly (up to 2^53) become integers again; the larger one then meets its own range check. NULL
+ * with *err set as json_loadb's on any other failure. */
+json_t *eco_json_loadb_wide(const char *buf, size_t len, size_t flags, json_error_t *err);
 /* Reads and parses a file ("-" = stdin). ECO_EIO when it cannot be read, else as eco_json_loadb. */
 eco_err eco_json_load_file(const char *path, size_t max_bytes, json_t **out);
 

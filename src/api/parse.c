@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eco/json.h"
+
 static int hex_val(unsigned char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
@@ -128,11 +130,8 @@ eco_err eco_api_parse_body(const char *body, size_t len, json_t **out)
     if (json_depth(body, len) > ECO_API_MAX_JSON_DEPTH)
         return eco_fail_field(ECO_EINVAL, "body", "request body nests deeper than %u levels", ECO_API_MAX_JSON_DEPTH);
     json_error_t jerr;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    /* An integer past 64 bits is valid JSON: read the body's numbers as doubles instead, so the parameter's own
-     * range check names it ("batch must be between 1 and 1024, got 1e+20"); every parameter takes a number. */
-    if (!v && json_error_code(&jerr) == json_error_numeric_overflow)
-        v = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &jerr);
+    /* an integer past 64 bits reaches the parameter's own range check ("batch must be between 1 and 1024, got 1e+20") */
+    json_t *v = eco_json_loadb_wide(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!v)
         return eco_fail_field(ECO_EINVAL, "body", "request body is not valid JSON: %s (line %d, column %d)", jerr.text,
                               jerr.line, jerr.column);

@@ -24,6 +24,37 @@ eco_err eco_json_loadb(const char *buf, size_t len, const char *name, size_t max
     return ECO_OK;
 }
 
+static bool exact_integer(const json_t *x)
+{
+    return json_is_real(x) && floor(json_real_value(x)) == json_real_value(x) && fabs(json_real_value(x)) <= 9007199254740992.0;
+}
+
+static void integers_back(json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x) {
+            if (exact_integer(x)) json_object_set_new(v, key, json_integer((json_int_t)json_real_value(x)));
+            else integers_back(x);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *x = json_array_get(v, i);
+            if (exact_integer(x)) json_array_set_new(v, i, json_integer((json_int_t)json_real_value(x)));
+            else integers_back(x);
+        }
+    }
+}
+
+json_t *eco_json_loadb_wide(const char *buf, size_t len, size_t flags, json_error_t *err)
+{
+    json_t *v = json_loadb(buf, len, flags, err);
+    if (!v && json_error_code(err) == json_error_numeric_overflow && (v = json_loadb(buf, len, flags | JSON_DECODE_INT_AS_REAL, err)))
+        integers_back(v);
+    return v;
+}
+
 eco_err eco_json_load_file(const char *path, size_t max_bytes, json_t **out)
 {
     if (!max_bytes) max_bytes = ECO_JSON_MAX_BYTES;

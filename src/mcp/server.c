@@ -1,10 +1,11 @@
 /* JSON-RPC 2.0 framing and the MCP lifecycle for the stdio transport. */
 #include "eco/mcp.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "eco/json.h"
 
 typedef struct {
     char *name, *title, *description;
@@ -417,42 +418,13 @@ static int nesting_at(const char *s, size_t len, size_t pos)
     return depth;
 }
 
-/* After a reparse that read every number as a double: the integers that a double holds exactly become integers
- * again, so ids and integer arguments keep their type; a larger one stays a double, which the id check or the
- * argument's own range check then names. */
-static bool exact_integer(const json_t *x)
-{
-    return json_is_real(x) && floor(json_real_value(x)) == json_real_value(x) && fabs(json_real_value(x)) <= 9007199254740992.0;
-}
-
-static void integers_back(json_t *v)
-{
-    if (json_is_object(v)) {
-        const char *key;
-        json_t *x;
-        json_object_foreach(v, key, x) {
-            if (exact_integer(x)) json_object_set_new(v, key, json_integer((json_int_t)json_real_value(x)));
-            else integers_back(x);
-        }
-    } else if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            json_t *x = json_array_get(v, i);
-            if (exact_integer(x)) json_array_set_new(v, i, json_integer((json_int_t)json_real_value(x)));
-            else integers_back(x);
-        }
-    }
-}
-
 eco_err eco_mcp_handle_line(eco_mcp_server *srv, const char *line, size_t len, json_t **response)
 {
     *response = NULL;
     srv->line_no++;
     json_error_t jerr;
-    json_t *msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr); /* as eco validate does */
-    /* An integer past 64 bits is valid JSON, not a parse error: read the numbers as doubles, as the REST API does. */
-    if (!msg && json_error_code(&jerr) == json_error_numeric_overflow &&
-        (msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &jerr)))
-        integers_back(msg);
+    /* as eco validate does; an integer past 64 bits is valid JSON, not a parse error (as in the REST API) */
+    json_t *msg = eco_json_loadb_wide(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!msg && json_error_code(&jerr) == json_error_duplicate_key &&
         !(strstr(jerr.text, "'\"id\"'") && nesting_at(line, len, (size_t)jerr.position) == 1)) {
         /* valid JSON all the same: answer the request's id, so a client waiting on it is not left hanging */
