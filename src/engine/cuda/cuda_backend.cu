@@ -63,7 +63,6 @@ enum { kMmaFillAuto, kMmaFillSm, kMmaFillSlots };
 // created, and by eco_cuda_design for the records.
 struct Design {
     bool reference_stack, pdl, fused, fp8_hw, nf4_lanes, nf4_rows, i8x_norm;
-    bool norm_tail;        // ECO_CUDA_NORM_TAIL=1: each RMSNorm after a residual add by that matvec's last block (fused path)
     bool nf4_ok;           // false: ECO_CUDA_NF4 is none of rows, lanes, table16 (the engine refuses to start)
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
@@ -217,7 +216,6 @@ Design requested_design(void)
     d.i8x_norm = !d.reference_stack && !env_is("ECO_CUDA_I8X_NORM", "0");
     d.fp8_hw = !env_is("ECO_CUDA_FP8", "bits");
     d.swiglu_adjacent = env_is("ECO_CUDA_SWIGLU_ADJACENT", "1");
-    d.norm_tail = d.fused && env_is("ECO_CUDA_NORM_TAIL", "1");
     const char *qa = getenv("ECO_CUDA_QKV_ATOMIC");
     d.qkv_atomic = !qa ? kQkvAtomicAuto : !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention
                  : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
@@ -286,8 +284,6 @@ struct State {
     bool pdl;    /* programmatic dependent launch between the kernels of a token (off: ECO_CUDA_PDL=0) */
     bool i8x_norm; /* LLM.int8(): RMSNorm quantizes the qkv and gate_up inputs itself (off: ECO_CUDA_I8X_NORM=0, reference stack) */
     bool fused;  /* RoPE + KV write and SwiGLU in matvec epilogues (off: ECO_CUDA_FUSE=0, and in reference-stack mode) */
-    bool norm_tail; /* the RMSNorms after o and down in those matvecs' last block (norm_tail), not kernels of their own */
-    int *norm_arrivals; /* that matvec's blocks done (its last block resets it) */
     MatvecShape shape;
     int force_splits; /* bench_matvec: exactly this many column slices */
     int sm_count;
@@ -352,7 +348,6 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_mma = d.nf4_mma;
     s->pdl = d.pdl;
     s->fused = d.fused;
-    s->norm_tail = d.norm_tail;
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
     s->i8x_norm = d.i8x_norm;
@@ -721,18 +716,18 @@ eco_err launch(State *s, bool dependent, void (*kernel)(Params...), dim3 grid, d
 
 using MatvecFn = void (*)(MatvecParams);
 
-template <int K, bool DQ, bool Tail = false> MatvecFn pick_shape(int r, int u)
+template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
 {
     switch (r * 10 + u) {
-    case 11: return matvec<K, DQ, 1, 1, Tail>;
-    case 12: return matvec<K, DQ, 1, 2, Tail>;
-    case 14: return matvec<K, DQ, 1, 4, Tail>;
-    case 21: return matvec<K, DQ, 2, 1, Tail>;
-    case 22: return matvec<K, DQ, 2, 2, Tail>;
-    case 24: return matvec<K, DQ, 2, 4, Tail>;
-    case 41: return matvec<K, DQ, 4, 1, Tail>;
-    case 42: return matvec<K, DQ, 4, 2, Tail>;
-    case 81: return matvec<K, DQ, 8, 1, Tail>; // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
+    case 11: return matvec<K, DQ, 1, 1>;
+    case 12: return matvec<K, DQ, 1, 2>;
+    case 14: return matvec<K, DQ, 1, 4>;
+    case 21: return matvec<K, DQ, 2, 1>;
+    case 22: return matvec<K, DQ, 2, 2>;
+    case 24: return matvec<K, DQ, 2, 4>;
+    case 41: return matvec<K, DQ, 4, 1>;
+    case 42: return matvec<K, DQ, 4, 2>;
+    case 81: return matvec<K, DQ, 8, 1>; // for nf4: x decoded once for 8 rows (R 1 -> 4 went 27% -> 40% of bandwidth)
     default: return NULL;
     }
 }
@@ -741,42 +736,34 @@ template <int K, bool DQ, bool Tail = false> MatvecFn pick_shape(int r, int u)
 // warp 1 runs as 2) and one load per row in flight beside the one it decodes (the shape's U does not apply).
 int lane_rows(int r) { return r <= 2 ? 2 : r <= 4 ? 4 : 8; }
 
-template <bool DQ, int MinBlocks, bool Tail = false> MatvecFn pick_lanes_rows(int r)
+template <bool DQ, int MinBlocks> MatvecFn pick_lanes_rows(int r)
 {
     switch (lane_rows(r)) {
-    case 2: return matvec_nf4_lanes<DQ, 2, MinBlocks, Tail>;
-    case 4: return matvec_nf4_lanes<DQ, 4, MinBlocks, Tail>;
-    default: return matvec_nf4_lanes<DQ, 8, MinBlocks, Tail>;
+    case 2: return matvec_nf4_lanes<DQ, 2, MinBlocks>;
+    case 4: return matvec_nf4_lanes<DQ, 4, MinBlocks>;
+    default: return matvec_nf4_lanes<DQ, 8, MinBlocks>;
     }
 }
 
 // min_blocks: the kernel's register cap as blocks per SM (1: the compiler's choice), ECO_CUDA_NF4_OCC.
-template <bool DQ, bool Tail = false> MatvecFn pick_lanes(int r, int min_blocks)
+template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 {
-    return min_blocks >= 3 ? pick_lanes_rows<DQ, 3, Tail>(r) : min_blocks == 2 ? pick_lanes_rows<DQ, 2, Tail>(r) : pick_lanes_rows<DQ, 1, Tail>(r);
+    return min_blocks >= 3 ? pick_lanes_rows<DQ, 3>(r) : min_blocks == 2 ? pick_lanes_rows<DQ, 2>(r) : pick_lanes_rows<DQ, 1>(r);
 }
 
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
-template <bool Tail> MatvecFn pick_matvec_of(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
+MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
     switch (format) {
-    case ECO_PREC_FP16: return pick_shape<W_F16, false, Tail>(r, u);
-    case ECO_PREC_INT8: return pick_shape<W_I8, false, Tail>(r, u);
-    case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false, Tail>(r, u);
-    case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false, Tail>(r, u) : pick_shape<W_FP8, false, Tail>(r, u);
-    case ECO_PREC_NF4:
-        return !pick_shape<W_NF4, false>(r, u) ? NULL : nf4_lanes ? pick_lanes<false, Tail>(r, nf4_occ) : pick_shape<W_NF4, false, Tail>(r, u);
-    case ECO_PREC_NF4_DQ:
-        return !pick_shape<W_NF4, true>(r, u) ? NULL : nf4_lanes ? pick_lanes<true, Tail>(r, nf4_occ) : pick_shape<W_NF4, true, Tail>(r, u);
+    case ECO_PREC_FP16: return pick_shape<W_F16, false>(r, u);
+    case ECO_PREC_INT8: return pick_shape<W_I8, false>(r, u);
+    case ECO_PREC_INT8_MIXED: return pick_shape<W_I8X, false>(r, u);
+    case ECO_PREC_FP8: return fp8_hw ? pick_shape<W_FP8_HW, false>(r, u) : pick_shape<W_FP8, false>(r, u);
+    case ECO_PREC_NF4: return !pick_shape<W_NF4, false>(r, u) ? NULL : nf4_lanes ? pick_lanes<false>(r, nf4_occ) : pick_shape<W_NF4, false>(r, u);
+    case ECO_PREC_NF4_DQ: return !pick_shape<W_NF4, true>(r, u) ? NULL : nf4_lanes ? pick_lanes<true>(r, nf4_occ) : pick_shape<W_NF4, true>(r, u);
     default: return NULL;
     }
-}
-
-// tail: the instantiation that ends with the next RMSNorm (norm_tail).
-MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u, bool tail = false)
-{
-    return tail ? pick_matvec_of<true>(format, fp8_hw, nf4_lanes, nf4_occ, r, u) : pick_matvec_of<false>(format, fp8_hw, nf4_lanes, nf4_occ, r, u);
 }
 
 // Defaults per format, from bench_matvec on the H200 (data/h200/bench_matvec_*.txt). For experiments,
@@ -919,7 +906,6 @@ struct MatvecOut {
     __half *act;
     const float *bias;
     __half *k_cache, *v_cache;
-    NormArgs tail; // a residual add's next RMSNorm, by its last block (weight NULL: none)
 };
 
 int elems_per_load(int format)
@@ -942,22 +928,20 @@ size_t weight_row_bytes(int format, int cols)
 
 using MmaFn = void (*)(MatvecParams, int);
 
-template <int K, bool DQ, bool Tail> MmaFn mma_kernel(int rt) { return rt == 2 ? matvec_mma<K, DQ, 2, Tail> : matvec_mma<K, DQ, 1, Tail>; }
+template <int K, bool DQ> MmaFn mma_kernel(int rt) { return rt == 2 ? matvec_mma<K, DQ, 2> : matvec_mma<K, DQ, 1>; }
 
-template <bool Tail> MmaFn pick_mma_of(int format, int rt)
+MmaFn pick_mma(int format, int rt)
 {
     switch (format) {
-    case ECO_PREC_FP16: return mma_kernel<W_F16, false, Tail>(rt);
-    case ECO_PREC_INT8: return mma_kernel<W_I8, false, Tail>(rt);
-    case ECO_PREC_INT8_MIXED: return mma_kernel<W_I8X, false, Tail>(rt);
-    case ECO_PREC_NF4: return mma_kernel<W_NF4, false, Tail>(rt);
-    case ECO_PREC_NF4_DQ: return mma_kernel<W_NF4, true, Tail>(rt);
-    case ECO_PREC_FP8: return mma_kernel<W_FP8_HW, false, Tail>(rt);
+    case ECO_PREC_FP16: return mma_kernel<W_F16, false>(rt);
+    case ECO_PREC_INT8: return mma_kernel<W_I8, false>(rt);
+    case ECO_PREC_INT8_MIXED: return mma_kernel<W_I8X, false>(rt);
+    case ECO_PREC_NF4: return mma_kernel<W_NF4, false>(rt);
+    case ECO_PREC_NF4_DQ: return mma_kernel<W_NF4, true>(rt);
+    case ECO_PREC_FP8: return mma_kernel<W_FP8_HW, false>(rt);
     default: return NULL;
     }
 }
-
-MmaFn pick_mma(int format, int rt, bool tail = false) { return tail ? pick_mma_of<true>(format, rt) : pick_mma_of<false>(format, rt); }
 
 int mma_weight_kind(int format)
 {
@@ -978,34 +962,25 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, int shape, bool tail = false);
-
-MatvecFn pick_nf4_mma(bool dq, bool tail)
-{
-    return dq ? (tail ? matvec_nf4_mma<true, true> : matvec_nf4_mma<true>) : (tail ? matvec_nf4_mma<false, true> : matvec_nf4_mma<false>);
-}
+MatvecFn pick_rows(bool dq, int blocksize, int shape);
 
 eco_err allow_large_shared_memory(void)
 {
-    for (int tail = 0; tail < 2; tail++) {
-        for (int occ = 1; occ <= 3; occ++)
-            for (int r = 2; r <= 8; r *= 2) {
-                CK(cudaFuncSetAttribute(tail ? pick_lanes<false, true>(r, occ) : pick_lanes<false>(r, occ),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
-                CK(cudaFuncSetAttribute(tail ? pick_lanes<true, true>(r, occ) : pick_lanes<true>(r, occ),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
-            }
-        for (int dq = 0; dq < 2; dq++) {
-            for (int bs = 32; bs <= 128; bs *= 2)
-                for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, tail), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
-            CK(cudaFuncSetAttribute(pick_nf4_mma(dq, tail), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+    for (int occ = 1; occ <= 3; occ++)
+        for (int r = 2; r <= 8; r *= 2) {
+            CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+            CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
         }
-        for (int rt = 1; rt <= 2; rt++) {
-            CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt, tail), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
-            CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt, tail), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)mma_smem_bytes(ECO_PREC_NF4_DQ)));
-        }
+    for (int dq = 0; dq < 2; dq++)
+        for (int bs = 32; bs <= 128; bs *= 2)
+            for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
+                CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+    CK(cudaFuncSetAttribute(matvec_nf4_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
+    CK(cudaFuncSetAttribute(matvec_nf4_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
+    for (int rt = 1; rt <= 2; rt++) {
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
+        CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)mma_smem_bytes(ECO_PREC_NF4_DQ)));
     }
     return ECO_OK;
 }
@@ -1089,29 +1064,28 @@ eco_err tile_linear(State *s, Linear &l, int map)
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
 // am: chunks a step that share one absmax (rows_am_every, at most U).
-template <int Warps, int U, int PerSm, bool Tail> MatvecFn pick_rows_am(bool dq, int am)
+template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
-    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Tail>
-                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm, Tail> : matvec_nf4_rows<true, 1, Warps, U, PerSm, Tail>;
-    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm, Tail>
-           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm, Tail> : matvec_nf4_rows<false, 1, Warps, U, PerSm, Tail>;
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
 }
 
 // The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
 // table, so a shape added there needs nothing here.
-template <bool Tail, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
+template <size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
     MatvecFn fn = nullptr;
-    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm, Tail>(dq, am)) : (void)0), ...);
+    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm>(dq, am)) : (void)0), ...);
     return fn;
 }
 
-MatvecFn pick_rows(bool dq, int blocksize, int shape, bool tail)
+MatvecFn pick_rows(bool dq, int blocksize, int shape)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
-    auto all = std::make_index_sequence<std::size(kNf4RowsShapes)>{};
-    return tail ? pick_rows_in<true>(dq, am, shape, all) : pick_rows_in<false>(dq, am, shape, all);
+    return pick_rows_in(dq, am, shape, std::make_index_sequence<std::size(kNf4RowsShapes)>{});
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -1210,7 +1184,7 @@ eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
     d.nf4_mma = true;
     d.tile_map = map;
     MatvecParams p = mapping_params(s, d, map);
-    MatvecFn fn = pick_nf4_mma(d.format == ECO_PREC_NF4_DQ, false);
+    MatvecFn fn = d.format == ECO_PREC_NF4_DQ ? matvec_nf4_mma<true> : matvec_nf4_mma<false>;
     eco_err e = stream_k_plan(s, d, fn, kNf4MmaWarps, nf4_mma_tiles(p), d.cols / kNf4MmaStepCols, 1, 16);
     return e ? e : grow_zeroed(&s->zeros, &s->zeros_n, 4, s->stream);
 }
@@ -1390,8 +1364,7 @@ eco_err launch_matvec_mma(State *s, const DeviceLinear &d, MatvecParams p)
     if (e) return e;
     if (m.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     p.splits = m.splits;
-    return launch(s, true, pick_mma(d.format, m.rt, p.tail.weight != NULL), dim3(m.blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p,
-                  m.kw);
+    return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p, m.kw);
 }
 
 eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
@@ -1428,7 +1401,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
-    p.tail = out.tail;
     bool paired = paired_epilogue(out.epilogue);
     bool lanes = on_nf4_lanes(s, d);
     int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;
@@ -1437,7 +1409,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = pick_splits(s, units, d.cols / elems_per_load(d.format));
         if (p.splits > 1) p.epilogue = EP_ATOMIC_ADD;
     }
-    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, s->nf4_occ, lanes ? s->shape.rows_per_warp : r, u, out.tail.weight != NULL);
+    MatvecFn fn = pick_matvec(d.format, s->fp8_hw, lanes, s->nf4_occ, lanes ? s->shape.rows_per_warp : r, u);
     if (!fn) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no matvec for format %d with %d rows per warp x %d loads", d.format, r, u);
     if (d.format == ECO_PREC_INT8_MIXED && !out.x_quantized) {
         eco_err e = launch(s, true, quantize_activations, dim3(1), dim3(1024), 0, x, d.cols, s->opt.quant.int8_threshold, s->xq,
@@ -1471,13 +1443,12 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.arrivals = s->rows_arrivals;
         if (d.nf4_mma) {
             p.zeros = s->zeros;
-            return launch(s, true, pick_nf4_mma(dq, p.tail.weight != NULL), dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
+            return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
                           lanes_smem_bytes(dq), p);
         }
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, p.tail.weight != NULL), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
-                      lanes_smem_bytes(dq), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1503,47 +1474,21 @@ MatvecOut plain(int epilogue, float *y)
     return o;
 }
 
-// The RMSNorm of the residual stream with these weights into s->xn (and its int8 form with quantize).
+// The launches of one token. Token and position are read from device memory, so a captured graph replays.
+// Fused: rmsnorm, qkv (+bias, RoPE, KV write), attention, o (+residual), rmsnorm, gate_up (+SwiGLU),
+// down (+residual): 7 kernels a layer; with the atomic qkv, bias, RoPE and the KV write move into attention.
+// Unfused (reference-stack mode): 9, as separate steps.
 // zero: floats for the norm to zero after its wait (the qkv sums attention consumed), or NULL.
-NormArgs norm_args(State *s, const float *weight, bool quantize, float *zero = NULL)
+eco_err launch_norm(State *s, const float *weight, bool quantize, float *zero = NULL)
 {
     const eco_model_config &c = s->cfg;
-    NormArgs a;
-    memset(&a, 0, sizeof a);
-    a.x = s->x;
-    a.weight = weight;
-    a.out = s->xn;
-    a.n = c.hidden;
-    a.eps = (float)c.rms_eps;
-    a.quantize = quantize;
-    if (quantize) {
-        a.threshold = s->opt.quant.int8_threshold;
-        a.xq = s->xq;
-        a.x_absmax = s->x_absmax;
-        a.outliers = s->outliers;
-        a.n_outliers = s->n_outliers;
-        a.max_outliers = kMaxOutliers;
-    }
-    a.zero = zero;
-    a.zero_n = zero ? (c.heads + 2 * c.kv_heads) * c.head_dim : 0;
-    a.arrivals = s->norm_arrivals;
-    return a;
-}
-
-eco_err launch_norm(State *s, const NormArgs &a)
-{
-    return launch(s, true, a.quantize ? rmsnorm<true> : rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, a);
-}
-
-// A residual add into s->x (o, down) followed by the RMSNorm a: in that matvec's last block (s->norm_tail), or as
-// the kernel after it.
-eco_err launch_residual_add(State *s, const Linear &l, const __half *x, const NormArgs &a)
-{
-    MatvecOut o = plain(EP_ADD, s->x);
-    if (s->norm_tail) o.tail = a;
-    eco_err e = launch_matvec(s, l, x, o);
-    if (e || s->norm_tail) return e;
-    return launch_norm(s, a);
+    int zero_n = zero ? (c.heads + 2 * c.kv_heads) * c.head_dim : 0;
+    if (quantize)
+        return launch(s, true, rmsnorm<true>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+                      (float)c.rms_eps, s->opt.quant.int8_threshold, s->xq, s->x_absmax, s->outliers, s->n_outliers, kMaxOutliers,
+                      zero, zero_n);
+    return launch(s, true, rmsnorm<false>, dim3(1), dim3(kNormThreads), 0, (const float *)s->x, weight, s->xn, c.hidden,
+                  (float)c.rms_eps, 0.f, (int8_t *)NULL, (float *)NULL, (int *)NULL, (int *)NULL, 0, zero, zero_n);
 }
 
 // Dims per lane: head_dim / 32 rounded up to 2, 4 or 8 (fewer registers and loads for the common 64 and 128).
@@ -1570,11 +1515,6 @@ eco_err launch_rope_kv(State *s, const Layer &L, bool consume)
                   (const int *)s->d_pos, L.k_cache, L.v_cache, c.heads, c.kv_heads, c.head_dim);
 }
 
-// The launches of one token. Token and position are read from device memory, so a captured graph replays.
-// Fused: rmsnorm, qkv (+bias, RoPE, KV write), attention, o (+residual), rmsnorm, gate_up (+SwiGLU),
-// down (+residual): 7 kernels a layer; with the atomic qkv, bias, RoPE and the KV write move into attention.
-// With the norm tail (ECO_CUDA_NORM_TAIL=1) each rmsnorm after a residual add runs in that matvec's last block: 5.
-// Unfused (reference-stack mode): 9, as separate steps.
 eco_err enqueue_token(State *s)
 {
     const eco_model_config &c = s->cfg;
@@ -1588,7 +1528,7 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if (l == 0 && (e = launch_norm(s, norm_args(s, L.attn_norm, quantize_in_norm)))) return e; // later: down's
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->qkv_atomic) {
             // The sums as a residual add into zeroed memory (column slices and row groups split between warps add
             // atomically, nothing waits for a group's last warp); bias, RoPE and the KV write in attention, or apart.
@@ -1611,8 +1551,8 @@ eco_err enqueue_token(State *s)
         }
         bool rope_in_attention = s->qkv_atomic == kQkvAtomicAttention;
         if ((e = launch_attention(s, L, window, rope_in_attention))) return e;
-        if ((e = launch_residual_add(s, L.o, s->attn_out, norm_args(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))))
-            return e;
+        if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
             o.x_quantized = quantize_in_norm;
@@ -1626,11 +1566,9 @@ eco_err enqueue_token(State *s)
                             s->act, c.intermediate)))
                 return e;
         }
-        bool last = l + 1 == c.layers;
-        if ((e = launch_residual_add(s, L.down, s->act, last ? norm_args(s, s->final_norm, false)
-                                                           : norm_args(s, s->layers[l + 1].attn_norm, quantize_in_norm))))
-            return e;
+        if ((e = launch_matvec(s, L.down, s->act, plain(EP_ADD, s->x)))) return e;
     }
+    if ((e = launch_norm(s, s->final_norm, false))) return e;
     if ((e = launch_matvec(s, s->lm_head, s->xn, plain(EP_STORE, s->logits)))) return e;
     if ((e = launch(s, true, argmax_partial, dim3(s->argmax_parts), dim3(256), 0, (const float *)s->logits, c.vocab,
                     s->part_v, s->part_i)))
@@ -1793,10 +1731,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     CK(cudaMallocHost((void **)&s->h_history, (size_t)s->opt.max_seq * sizeof(int)));
     CK(cudaMallocHost((void **)&s->h_logits, (size_t)c->vocab * sizeof(float)));
     if ((e = dalloc(s, &s->attn_partial, (size_t)c->heads * s->attn_splits * (c->head_dim + 2))) ||
-        (e = dalloc(s, &s->attn_done, (size_t)c->heads)) || (e = dalloc(s, &s->norm_arrivals, 1)))
+        (e = dalloc(s, &s->attn_done, (size_t)c->heads)))
         return e;
     CK(cudaMemsetAsync(s->attn_done, 0, sizeof(int) * (size_t)c->heads, s->stream));
-    CK(cudaMemsetAsync(s->norm_arrivals, 0, sizeof(int), s->stream));
     CK(cudaStreamSynchronize(s->stream));
     return ECO_OK;
 }
@@ -1875,7 +1812,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->zeros, s->norm_arrivals};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->zeros};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -2316,7 +2253,7 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
@@ -2324,8 +2261,7 @@ void eco_cuda_design(char *buf, size_t cap)
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
-                                                   : "",
-             d.norm_tail ? "; RMSNorm in the residual add's last block" : "");
+                                                   : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

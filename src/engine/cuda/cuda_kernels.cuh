@@ -70,10 +70,6 @@ __device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
-} // namespace eco_cuda
-#include "cuda_norm.cuh"
-namespace eco_cuda {
-
 // ---- The matrix-vector skeleton ----
 // One warp owns one work item: R rows (consecutive, or a pair the epilogue combines) over one slice of the
 // columns. Each lane keeps U x R independent 16-byte streaming loads in flight and loads the next batch
@@ -134,7 +130,6 @@ struct MatvecParams {
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
     const uint4 *zeros;          // nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh): 64 zero bytes
-    NormArgs tail;               // EP_ADD / EP_ATOMIC_ADD: the next RMSNorm, by the grid's last block (norm_tail); weight NULL: none
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
@@ -337,7 +332,7 @@ __device__ __forceinline__ void load_batch(const MatvecParams &p, const uint8_t 
 // fp16 outlier columns at the end. For nf4 the block absmax multiplies each 32-weight partial sum (a
 // 16-byte chunk never straddles a block: blocksize % 32 == 0, checked on the host).
 template <int K, bool DoubleQuant, int R, int U>
-__device__ __forceinline__ void matvec_body(const MatvecParams &p)
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecParams p)
 {
     __shared__ float lut[K == W_NF4 ? 16 : 1];
     __shared__ float dmap[K == W_NF4 && DoubleQuant ? 256 : 1];
@@ -436,13 +431,6 @@ __device__ __forceinline__ void matvec_body(const MatvecParams &p)
         }
     }
     if (lane == 0) finish_rows<R>(p, unit, row, v);
-}
-
-template <int K, bool DoubleQuant, int R, int U, bool Tail = false>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecParams p)
-{
-    matvec_body<K, DoubleQuant, R, U>(p);
-    if constexpr (Tail) norm_tail<kWarpsPerBlock * kWarp>(p.tail);
 }
 
 // ---- nf4 through per-lane copies of a byte-pair table ----
@@ -615,7 +603,7 @@ __device__ __forceinline__ void lane_item_load(const MatvecParams &p, const Lane
 // 1.75 KB, under four steps), and an item that started with a load it then waited for spent a whole memory
 // latency of its four steps idle. MinBlocks (blocks per SM) caps the registers.
 template <bool DoubleQuant, int R, int MinBlocks>
-__device__ __forceinline__ void matvec_nf4_lanes_body(const MatvecParams &p)
+__global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_lanes(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     grid_dependents_launch();
@@ -679,11 +667,32 @@ __device__ __forceinline__ void matvec_nf4_lanes_body(const MatvecParams &p)
     }
 }
 
-template <bool DoubleQuant, int R, int MinBlocks, bool Tail = false>
-__global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_lanes(const MatvecParams p)
+// The second half of LLM.int8()'s per-token quantization, by every thread of one block, given the absmax of the
+// inliers: outlier columns (|x| >= threshold) are listed (*count, in shared memory, starts at 0) and zeroed in
+// xq; the rest are scaled by 127/absmax and rounded half to even. Shared by quantize_activations and the
+// quantizing RMSNorm, so both give the same bytes.
+// x is not __restrict__: the quantizing RMSNorm reads back what it wrote in the same kernel, which the
+// read-only (non-coherent) path must not serve.
+__device__ __forceinline__ void quantize_with_absmax(const __half *x, int n, float absmax, float threshold,
+                                                     int8_t *__restrict__ xq, int *count, float *__restrict__ x_absmax,
+                                                     int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers)
 {
-    matvec_nf4_lanes_body<DoubleQuant, R, MinBlocks>(p);
-    if constexpr (Tail) norm_tail<kNf4LaneWarps * kWarp>(p.tail);
+    float inv = absmax > 0.f ? 127.f / absmax : 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = __half2float(x[i]);
+        if (threshold > 0.f && fabsf(v) >= threshold) {
+            int k = atomicAdd(count, 1);
+            if (k < max_outliers) outliers[k] = i;
+            xq[i] = 0;
+        } else {
+            xq[i] = (int8_t)__float2int_rn(v * inv);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        *x_absmax = absmax;
+        *n_outliers = *count < max_outliers ? *count : max_outliers;
+    }
 }
 
 // Per-token activation quantization for LLM.int8(): one block. Outlier columns (|x| >= threshold) are
@@ -724,6 +733,101 @@ __global__ void embed(const __half *__restrict__ table, const int *__restrict__ 
     grid_dependency_wait();
     const __half *row = table + (size_t)(*token) * hidden;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < hidden; i += gridDim.x * blockDim.x) x[i] = __half2float(row[i]);
+}
+
+// out = fp16(x * rsqrt(mean(x^2) + eps) * weight), one block. It sits between two matvecs on the critical
+// path, so it is kept short: 16-byte loads, 8 warps, one barrier (every thread adds the 8 warp sums), the
+// weights loaded before the dependency wait and x read once.
+constexpr int kNormThreads = 256, kNormCached = 6; // hidden sizes up to 6144 are read once (8 spills)
+
+// With Quantize (LLM.int8() inputs of qkv and gate_up), the same block also quantizes its fp16 output as
+// quantize_activations does (same outliers, absmax and rounding): one kernel instead of two on the critical
+// path, and no second pass over x from another block.
+template <bool Quantize>
+__global__ void __launch_bounds__(kNormThreads) rmsnorm(const float *__restrict__ x, const float *__restrict__ weight,
+                                                        __half *__restrict__ out, int n, float eps, float threshold,
+                                                        int8_t *__restrict__ xq, float *__restrict__ x_absmax,
+                                                        int *__restrict__ outliers, int *__restrict__ n_outliers, int max_outliers,
+                                                        float *__restrict__ zero, int zero_n)
+{
+    grid_dependents_launch();
+    __shared__ float red[kNormThreads / kWarp], red_max[kNormThreads / kWarp];
+    __shared__ int count;
+    if (Quantize && threadIdx.x == 0) count = 0;
+    const float4 *x4 = reinterpret_cast<const float4 *>(x), *w4 = reinterpret_cast<const float4 *>(weight);
+    int n4 = n / 4;
+    // The weights (model constants) are loaded before the wait, x once after it (coherently: the previous
+    // kernel wrote it); up to kNormCached float4 of each stay in registers for the second pass.
+    float4 g[kNormCached], v[kNormCached];
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) g[k] = __ldg(w4 + i);
+    }
+    grid_dependency_wait();
+    // zero: memory a kernel before this one has finished with (the atomic qkv sums, read by attention)
+    for (int i = threadIdx.x; i < zero_n; i += kNormThreads) zero[i] = 0.f;
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) {
+            v[k] = __ldcg(x4 + i);
+            s += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+        }
+    }
+    for (int i = threadIdx.x + kNormCached * kNormThreads; i < n4; i += kNormThreads) {
+        float4 t = __ldcg(x4 + i);
+        s += t.x * t.x + t.y * t.y + t.z * t.z + t.w * t.w;
+    }
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
+        float t = __ldcg(x + i);
+        s += t * t;
+    }
+    s = warp_sum(s);
+    if (threadIdx.x % kWarp == 0) red[threadIdx.x / kWarp] = s;
+    __syncthreads();
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < kNormThreads / kWarp; w++) total += red[w];
+    float r = rsqrtf(total / n + eps);
+    float m = 0.f; // Quantize: largest |out| below the outlier threshold
+    auto inlier = [threshold](float a) { return !(threshold > 0.f && a >= threshold); };
+    auto emit = [&](int i, float4 xv, float4 gv) {
+        __half2 lo = __floats2half2_rn(xv.x * r * gv.x, xv.y * r * gv.y), hi = __floats2half2_rn(xv.z * r * gv.z, xv.w * r * gv.w);
+        uint2 packed = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+        reinterpret_cast<uint2 *>(out)[i] = packed;
+        if constexpr (Quantize) {
+            float2 a = __half22float2(lo), b = __half22float2(hi);
+            float e[4] = {fabsf(a.x), fabsf(a.y), fabsf(b.x), fabsf(b.y)};
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (inlier(e[k])) m = fmaxf(m, e[k]);
+        }
+    };
+#pragma unroll
+    for (int k = 0; k < kNormCached; k++) {
+        int i = threadIdx.x + k * kNormThreads;
+        if (i < n4) emit(i, v[k], g[k]);
+    }
+    for (int i = threadIdx.x + kNormCached * kNormThreads; i < n4; i += kNormThreads) emit(i, __ldcg(x4 + i), __ldg(w4 + i));
+    for (int i = 4 * n4 + threadIdx.x; i < n; i += kNormThreads) {
+        __half h = __float2half(__ldcg(x + i) * r * weight[i]);
+        out[i] = h;
+        float a = fabsf(__half2float(h));
+        if (Quantize && inlier(a)) m = fmaxf(m, a);
+    }
+    if constexpr (Quantize) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (threadIdx.x % kWarp == 0) red_max[threadIdx.x / kWarp] = m;
+        __syncthreads();
+        float absmax = 0.f;
+#pragma unroll
+        for (int w = 0; w < kNormThreads / kWarp; w++) absmax = fmaxf(absmax, red_max[w]);
+        // The barrier above made every thread's fp16 output visible to the block.
+        quantize_with_absmax(out, n, absmax, threshold, xq, &count, x_absmax, outliers, n_outliers, max_outliers);
+    }
 }
 
 // qkv[q | k | v] (fp32) += bias; rotate-half RoPE on q and k at position *pos; k, v -> fp16 cache rows.

@@ -161,7 +161,7 @@ __device__ __forceinline__ void mma_load_x(const MatvecParams &p, const MmaWork<
 // Block items: groups of kMmaWarps / k_warps row tiles (of 8 RT units) x p.splits column slices; warp w takes
 // tile w / k_warps of the group and column slice split * k_warps + w % k_warps.
 template <int K, bool DQ, int RT>
-__device__ __forceinline__ void matvec_mma_body(const MatvecParams &p, int k_warps)
+__global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecParams p, int k_warps)
 {
     extern __shared__ __align__(16) unsigned char mma_smem[]; // nf4: pair table, then (nf4-dq) the dynamic map
     __shared__ float red[kMmaWarps][RT * 16];
@@ -290,13 +290,6 @@ __device__ __forceinline__ void matvec_mma_body(const MatvecParams &p, int k_war
         v[h] = f;
     }
     finish_rows<2>(p, unit, rows2, v);
-}
-
-template <int K, bool DQ, int RT, bool Tail = false>
-__global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecParams p, int k_warps)
-{
-    matvec_mma_body<K, DQ, RT>(p, k_warps);
-    if constexpr (Tail) norm_tail<kMmaWarps * kWarp>(p.tail);
 }
 
 } // namespace eco_cuda

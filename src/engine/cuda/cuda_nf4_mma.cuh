@@ -128,7 +128,7 @@ __device__ __forceinline__ void nf4_mma_deposit(const MatvecParams &p, int tile,
 // p.chunks_per_warp: each warp's share of the flat steps; p.preload: steps loaded before the wait (1 or 2); p.partials / p.slots / p.arrivals: the deposits of
 // split tiles; p.zeros: 64 zero bytes; dynamic shared memory: the pair table and (nf4-dq) the dynamic map.
 template <bool DQ>
-__device__ __forceinline__ void matvec_nf4_mma_body(const MatvecParams &p)
+__global__ void __launch_bounds__(kNf4MmaWarps * kWarp, kNf4MmaPerSm) matvec_nf4_mma(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     grid_dependents_launch();
@@ -200,13 +200,6 @@ __device__ __forceinline__ void matvec_nf4_mma_body(const MatvecParams &p)
         tile = nt;
         cur = next;
     }
-}
-
-template <bool DQ, bool Tail = false>
-__global__ void __launch_bounds__(kNf4MmaWarps * kWarp, kNf4MmaPerSm) matvec_nf4_mma(const MatvecParams p)
-{
-    matvec_nf4_mma_body<DQ>(p);
-    if constexpr (Tail) norm_tail<kNf4MmaWarps * kWarp>(p.tail);
 }
 
 } // namespace eco_cuda

@@ -279,7 +279,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm>
-__device__ __forceinline__ void matvec_nf4_rows_body(const MatvecParams &p)
+__global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
@@ -337,13 +337,6 @@ __device__ __forceinline__ void matvec_nf4_rows_body(const MatvecParams &p)
         g = ng;
         cur = next;
     }
-}
-
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, bool Tail = false>
-__global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
-{
-    matvec_nf4_rows_body<DoubleQuant, AmEvery, Warps, U, PerSm>(p);
-    if constexpr (Tail) norm_tail<Warps * kWarp>(p.tail);
 }
 
 } // namespace eco_cuda
