@@ -18,7 +18,6 @@
 #include "cuda_kernels.cuh"
 #include "cuda_mma.cuh"
 #include "cuda_nf4_rows.cuh"
-#include "cuda_nf4_mma.cuh"
 #include "mma_plan.h"
 
 extern "C" {
@@ -67,8 +66,6 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    bool nf4_mma;            // ECO_CUDA_NF4=mma / mma-all: the linears a row per lane would take (all of them), of blocksize
-                             // 64, on the tensor cores, streamed (cuda_nf4_mma.cuh)
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -223,10 +220,9 @@ Design requested_design(void)
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
-    d.nf4_mma = !d.reference_stack && (env_is("ECO_CUDA_NF4", "mma") || env_is("ECO_CUDA_NF4", "mma-all"));
-    d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16") || !strcmp(nf4, "mma") || !strcmp(nf4, "mma-all");
-    d.nf4_rows = !d.reference_stack && (d.nf4_mma || (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows")));
-    d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows") || env_is("ECO_CUDA_NF4", "mma-all");
+    d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
+    d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
+    d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -270,9 +266,6 @@ struct State {
     float *rows_partials; /* that matvec's deposits of row groups split between warps, shared by all its linears */
     int *rows_arrivals;
     size_t rows_partials_n, rows_arrivals_n;
-    bool nf4_mma;   /* the linears it takes of blocksize 64 tiled for the tensor cores instead (cuda_nf4_mma.cuh) */
-    uint4 *zeros;   /* that kernel's zero x */
-    size_t zeros_n;
     unsigned mma;   /* formats on the tensor-core matvec (cuda_mma.cuh) */
     bool mma_any_size; /* all their linears (ECO_CUDA_MMA given); else only those big enough (tile_linear) */
     bool mma_fp16_auto; /* fp16 joined by the hidden-size rule (eco_mma_fp16_by_default): only kFp16AutoRoles */
@@ -334,7 +327,7 @@ eco_err apply_design(State *s, const Design &d)
     s->mma_fill = d.mma_fill;
     s->reference_stack = d.reference_stack;
     s->fp8_hw = d.fp8_hw;
-    if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes, table16, mma or mma-all", getenv("ECO_CUDA_NF4"));
+    if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
@@ -345,7 +338,6 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
-    s->nf4_mma = d.nf4_mma;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
@@ -975,8 +967,6 @@ eco_err allow_large_shared_memory(void)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
-    CK(cudaFuncSetAttribute(matvec_nf4_mma<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
-    CK(cudaFuncSetAttribute(matvec_nf4_mma<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1167,44 +1157,6 @@ template <typename Relayout> eco_err relayout_nf4(State *s, Linear &l, size_t wb
     return ECO_OK;
 }
 
-// ---- nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh) ----
-
-// Its tile order under epilogue mapping `map`: tiles of 16 rows, steps of kNf4MmaStepCols columns, and their bytes.
-size_t nf4_mma_tiled_bytes(const State *s, const DeviceLinear &d, int map, int *tiles, int *steps)
-{
-    *tiles = nf4_mma_tiles(mapping_params(s, d, map));
-    *steps = d.cols / kNf4MmaStepCols;
-    return (size_t)*tiles * (size_t)*steps * kTileStepBytes;
-}
-
-// Puts a linear in that order on the kernel, and plans its launch as the row-per-lane decoder's (stream_k_plan)
-// over tiles of steps, with the zero x its lanes read.
-eco_err nf4_mma_plan(State *s, DeviceLinear &d, int map)
-{
-    d.nf4_mma = true;
-    d.tile_map = map;
-    MatvecParams p = mapping_params(s, d, map);
-    MatvecFn fn = d.format == ECO_PREC_NF4_DQ ? matvec_nf4_mma<true> : matvec_nf4_mma<false>;
-    eco_err e = stream_k_plan(s, d, fn, kNf4MmaWarps, nf4_mma_tiles(p), d.cols / kNf4MmaStepCols, 1, 16);
-    return e ? e : grow_zeroed(&s->zeros, &s->zeros_n, 4, s->stream);
-}
-
-// Moves a row-major nf4 linear of blocksize 64 into the tile order, its scales (absmax or their codes) into the
-// stream order, for the epilogue mapping `map` every later launch of it will use.
-eco_err tile_nf4_mma(State *s, Linear &l, int map)
-{
-    DeviceLinear &d = l.d;
-    MatvecParams p = mapping_params(s, d, map);
-    int tiles, steps;
-    size_t wbytes = nf4_mma_tiled_bytes(s, d, map, &tiles, &steps);
-    eco_err e = relayout_nf4(s, l, wbytes, (size_t)tiles * steps * 32, "tiling an nf4 linear",
-                             [&](uint8_t *w, float *am, uint8_t *codes) {
-                                 tile_weights<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, p, (size_t)d.cols / 2, steps, tiles);
-                                 interleave_nf4_mma_scales<<<1024, 256, 0, s->stream>>>(d.absmax, am, d.absmax_q, codes, p, tiles, steps);
-                             });
-    return e ? e : nf4_mma_plan(s, d, map);
-}
-
 // The default rule (kNf4RowsMinTall, kNf4RowsMinResidual, kNf4RowsMinAspect): big linears that are tall, or
 // whose output is a residual add (o, down: their split row groups add to y atomically, nothing waits for them).
 bool nf4_rows_by_default(const State *s, long rows, long cols, bool residual)
@@ -1242,7 +1194,6 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
 {
     DeviceLinear &d = l.d;
     if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
-    if (s->nf4_mma && d.blocksize == kNf4MmaBlocksize) return tile_nf4_mma(s, l, map);
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
@@ -1429,7 +1380,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
     }
-    if (d.nf4_mma || d.nf4_rows) { // the two stream-K nf4 kernels: a re-laid linear, each warp an equal share of its steps
+    if (d.nf4_rows) { // the row-per-lane decoder, stream-K: a re-laid linear, each warp an equal share of its steps
         if (tile_map_of(out.epilogue) != d.tile_map)
             return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear re-laid for epilogue %d launched with epilogue %d", d.tile_map,
                             out.epilogue);
@@ -1441,11 +1392,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.preload = s->nf4_preload;
         p.partials = s->rows_partials;
         p.arrivals = s->rows_arrivals;
-        if (d.nf4_mma) {
-            p.zeros = s->zeros;
-            return launch(s, true, dq ? matvec_nf4_mma<true> : matvec_nf4_mma<false>, dim3(d.rows_blocks), dim3(kNf4MmaWarps * kWarp),
-                          lanes_smem_bytes(dq), p);
-        }
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
         return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
@@ -1812,7 +1758,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->zeros};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -1902,7 +1848,7 @@ eco_err standalone_open(State &s, size_t cols)
 
 void standalone_close(State &s)
 {
-    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals, s.zeros};
+    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals};
     for (void *p : bufs) cudaFree(p);
     if (s.stream) cudaStreamDestroy(s.stream);
 }
@@ -1993,13 +1939,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
             d.tiled = true;
             d.tile_map = EP_STORE;
         }
-        if (nf4_rows && s.nf4_mma && d.blocksize == kNf4MmaBlocksize) { // the tensor-core stream takes what that decoder would
-            int tiles, steps;
-            bytes = nf4_mma_tiled_bytes(&s, d, EP_STORE, &tiles, &steps);
-            if ((err = nf4_mma_plan(&s, d, EP_STORE))) break;
-        } else if (nf4_rows && (err = nf4_rows_plan(&s, d, EP_STORE))) {
-            break;
-        }
+        if (nf4_rows && (err = nf4_rows_plan(&s, d, EP_STORE))) break;
         uint8_t *w;
         if ((err = dalloc(&s, &w, bytes))) break;
         lin[i].buffers[lin[i].n_buffers++] = w;
@@ -2204,7 +2144,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[640] = "fp32 table";
+    char nf4[384] = "fp32 table";
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
@@ -2229,11 +2169,6 @@ void eco_cuda_design(char *buf, size_t cap)
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
-        if (d.nf4_mma) {
-            memcpy(rest, nf4, sizeof rest);
-            snprintf(nf4, sizeof nf4, "on the tensor cores streamed (16-row tiles, %d warps x %d/SM) at blocksize %d, else %.500s", kNf4MmaWarps,
-                     kNf4MmaPerSm, kNf4MmaBlocksize, rest);
-        }
     }
     char mma[192] = "";
     size_t m_at = 0;

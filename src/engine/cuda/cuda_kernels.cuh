@@ -32,8 +32,6 @@ struct DeviceLinear {
     bool tiled;                 // weights in the tensor-core matvec's tile order (cuda_mma.cuh), not by rows
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
-    bool nf4_mma;               // nf4 tiled for the streamed tensor-core kernel (cuda_nf4_mma.cuh), scales interleaved; its
-                                // launch is in rows_chunks_per_warp, rows_blocks, rows_slots
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
@@ -129,7 +127,6 @@ struct MatvecParams {
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
-    const uint4 *zeros;          // nf4 on the tensor cores, streamed (cuda_nf4_mma.cuh): 64 zero bytes
 };
 
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
