@@ -18,6 +18,8 @@
 #   x DIMS_PRECS (default nf4,fp16); ECO_CUDA_NF4=rows puts every nf4 linear on the row-per-lane decoder.
 #   measure: eco measure per model, with MEASURE_BIN (default .device/bin/eco; .device/bin-prev/eco for a
 #   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
+#   REQUIRE_GPU=TEXT: run nothing (exit 3) unless `nvidia-smi -L` names TEXT (e.g. H200): the device service may lend
+#   another card for a call that asks for one kind, and a figure is only comparable on the card it was planned for.
 set -u
 OUT=${1:?outdir}; DEADLINE=${2:?deadline seconds}; STAGES=${3:-test,matvec,engine,ab,measure}; shift 3 || shift $#
 mkdir -p "$OUT"; W=$(mktemp -d); B=.device/bin; L=$PWD/.device/lib
@@ -33,6 +35,12 @@ log() { echo "[$SECONDS s] $*" | tee -a "$W/session.log"; }
 
 nvidia-smi --query-gpu=name,driver_version,power.limit,power.default_limit,clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,persistence_mode,temperature.gpu,pstate --format=csv > "$W/gpu.csv" 2>&1
 cat "$W/gpu.csv"
+nvidia-smi -L > "$W/gpu_uuid.txt" 2>&1
+cat "$W/gpu_uuid.txt"
+if [ -n "${REQUIRE_GPU:-}" ] && ! grep -q -- "$REQUIRE_GPU" "$W/gpu_uuid.txt"; then
+    log "REQUIRE_GPU=$REQUIRE_GPU: this machine has another card; nothing run"
+    exit 3
+fi
 
 if has test; then
     log "test_cuda_backend"
