@@ -5,7 +5,7 @@
 # applied), then `eco measure` on as many of the given models as the time left allows. Binaries come
 # prebuilt in .device/bin with their libraries in .device/lib.
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
-#   STAGES: comma list of test,engine,prev,ab,profile,variants,sbs,matvec,dims,measure (default
+#   STAGES: comma list of test,engine,prev,ab,profile,variants,sbs,matvec,dims,sass,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
@@ -16,6 +16,7 @@
 #   dims: bench_matvec --dims (bare linears, one kernel at a time: the steady-state share of the bandwidth) once
 #   per DIMS_VARIANTS entry (same form) over DIMS (default: Qwen2.5-7B's gate_up and down, 8x gate_up, 8x down)
 #   x DIMS_PRECS (default nf4,fp16); ECO_CUDA_NF4=rows puts every nf4 linear on the row-per-lane decoder.
+#   sass: the nf4 decoder's machine code (SASS_FUNCS), from bench_matvec, if the image has a cuobjdump.
 #   measure: eco measure per model, with MEASURE_BIN (default .device/bin/eco; .device/bin-prev/eco for a
 #   same-GPU energy A/B of two builds), MEASURE_PRECS (default all five) and MEASURE_TAG appended to the file names.
 #   REQUIRE_GPU=TEXT: run nothing (exit 3) unless `nvidia-smi -L` names TEXT (e.g. H200): the device service may lend
@@ -127,6 +128,26 @@ if has dims; then
             --dims ${DIMS:-37888x3584,3584x18944,303104x3584,28672x18944}) > "$W/$f" 2>&1
         log "bench_matvec --dims rc=$?"; grep -E "^  (nf4|fp16|int8|fp8)" "$W/$f"
     done
+fi
+if has sass; then
+    # The machine code of the matvec kernels (SASS_FUNCS: "|"-separated regular expressions over mangled names;
+    # default the nf4 row-per-lane decoder), from .device/bin/bench_matvec, with a disassembler the image has: the
+    # CUDA toolkit's cuobjdump, or the one Triton's wheel bundles. Each kernel's opcode counts are summed here; the
+    # listing comes back for reading the step loop.
+    tool=$(command -v cuobjdump || true)
+    [ -z "$tool" ] && [ -x /usr/local/cuda/bin/cuobjdump ] && tool=/usr/local/cuda/bin/cuobjdump
+    [ -z "$tool" ] && tool=$(python3 -c 'import triton, os; print(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))' 2>/dev/null || true)
+    if [ -n "$tool" ] && [ -x "$tool" ]; then
+        log "SASS with $tool"
+        timeout $(upto 120) "$tool" -sass .device/bin/bench_matvec > "$W/sass_all.txt" 2>&1
+        awk -v pat="${SASS_FUNCS:-matvec_nf4_rows}" '/Function : /{keep = ($3 ~ pat)} keep' "$W/sass_all.txt" > "$W/sass.txt"
+        rm -f "$W/sass_all.txt"
+        awk '/Function : /{f=$3} /^[ \t]*\/\*[0-9a-f]+\*\//{op=$2; if (op ~ /^@/) op=$3; sub(/[.;].*/, "", op); n[f" "op]++}
+             END {for (k in n) print n[k], k}' "$W/sass.txt" | sort -k2,2 -k1,1nr > "$W/sass_opcodes.txt"
+        log "SASS: $(grep -c 'Function : ' "$W/sass.txt") kernels, $(wc -l < "$W/sass.txt") lines"
+    else
+        log "SASS: no cuobjdump here (toolkit or Triton); nothing disassembled"
+    fi
 fi
 if has measure; then
     # Rough seconds per model for 5 precisions, 3 blocks of 3 s windows (load included).
