@@ -66,6 +66,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
+    bool nf4_rows_lean;      // ECO_CUDA_NF4_ROWS_LEAN=1: that decoder's lean steps (experiment, matvec_nf4_rows)
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -223,6 +224,7 @@ Design requested_design(void)
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
+    d.nf4_rows_lean = env_is("ECO_CUDA_NF4_ROWS_LEAN", "1");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -258,6 +260,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
+    bool nf4_rows_lean; /* its lean steps (ECO_CUDA_NF4_ROWS_LEAN=1, experiment) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -338,6 +341,7 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
+    s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
@@ -954,7 +958,7 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, int shape);
+MatvecFn pick_rows(bool dq, int blocksize, int shape, bool lean = false);
 
 eco_err allow_large_shared_memory(void)
 {
@@ -966,7 +970,8 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+                for (int lean = 0; lean < 2; lean++)
+                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, lean), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1054,28 +1059,30 @@ eco_err tile_linear(State *s, Linear &l, int map)
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
 // am: chunks a step that share one absmax (rows_am_every, at most U).
-template <int Warps, int U, int PerSm> MatvecFn pick_rows_am(bool dq, int am)
+template <int Warps, int U, int PerSm, bool Lean> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
-    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm>
-                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm> : matvec_nf4_rows<true, 1, Warps, U, PerSm>;
-    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm>
-           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm> : matvec_nf4_rows<false, 1, Warps, U, PerSm>;
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Lean>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm, Lean> : matvec_nf4_rows<true, 1, Warps, U, PerSm, Lean>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm, Lean>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm, Lean> : matvec_nf4_rows<false, 1, Warps, U, PerSm, Lean>;
 }
 
 // The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
 // table, so a shape added there needs nothing here.
-template <size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
+template <bool Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
     MatvecFn fn = nullptr;
-    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm>(dq, am)) : (void)0), ...);
+    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm, Lean>(dq, am)) : (void)0), ...);
     return fn;
 }
 
-MatvecFn pick_rows(bool dq, int blocksize, int shape)
+// lean: the experiment's steps (ECO_CUDA_NF4_ROWS_LEAN); the same grid and registers as the default's.
+MatvecFn pick_rows(bool dq, int blocksize, int shape, bool lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
-    return pick_rows_in(dq, am, shape, std::make_index_sequence<std::size(kNf4RowsShapes)>{});
+    auto shapes = std::make_index_sequence<std::size(kNf4RowsShapes)>{};
+    return lean ? pick_rows_in<true>(dq, am, shape, shapes) : pick_rows_in<false>(dq, am, shape, shapes);
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -1394,7 +1401,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.arrivals = s->rows_arrivals;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape), dim3(d.rows_blocks), dim3(rs.warps * kWarp), lanes_smem_bytes(dq), p);
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
+                      lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -2167,8 +2175,8 @@ void eco_cuda_design(char *buf, size_t cap)
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, d.nf4_rows_lean ? ", lean steps" : "", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

@@ -238,14 +238,27 @@ template <bool DoubleQuant, int R, int U> struct RowsStep {
     unsigned code[U][R];
 };
 
-template <bool DoubleQuant, int R, int U, int AmEvery>
-__device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RowsStep<DoubleQuant, R, U> &s)
+// same_block: step f lies in the absmax block of `prev`, the step before it (a step within one block, not at its
+// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN).
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
+__device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RowsStep<DoubleQuant, R, U> &s,
+                                               const RowsStep<DoubleQuant, R, U> *prev = nullptr, bool same_block = false)
 {
     const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
 #pragma unroll
     for (int u = 0; u < U; u++)
 #pragma unroll
         for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+    if constexpr (MayReuse) {
+        if (same_block) {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                s.am[0][r] = prev->am[0][r];
+                if constexpr (DoubleQuant) s.code[0][r] = prev->code[0][r];
+            }
+            return;
+        }
+    }
 #pragma unroll
     for (int u = 0; u < U; u += AmEvery) {
         int b = (f + u) >> p.chunk_shift;
@@ -263,22 +276,29 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
 }
 
 // Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
-template <bool DoubleQuant, int R, int U, int AmEvery>
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
-                                                RowsStep<DoubleQuant, R, U> &s)
+                                                RowsStep<DoubleQuant, R, U> &s, const RowsStep<DoubleQuant, R, U> *prev = nullptr,
+                                                bool same_block = false)
 {
     c += U;
     if (c == C) {
         c = 0;
         if constexpr (DoubleQuant) rows_group_rowB<R>(p, g + 1, lane, rowB);
     }
-    rows_step_load<DoubleQuant, R, U, AmEvery>(p, f, lane, rowB, c, s);
+    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm>
+// Lean (ECO_CUDA_NF4_ROWS_LEAN=1, an experiment, not yet measured): fewer requests and less bookkeeping a step with
+// the same loads in flight. A step in the absmax block of the step before (every other step at blocksize 64) copies
+// its scales instead of loading them (one L1 request a row less: by a count on paper the L1/shared-memory pipe, 32
+// of whose ~46 requests a step are the lookups, is ~70% busy at the H200's bandwidth); the first step's preload is
+// a loop-carried flag, and the column count a shift, where the default recomputes the warp's first chunk and a
+// signed division from the parameters every step (its PTX, under the 64-register cap).
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, bool Lean = false>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
@@ -286,7 +306,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
-    const int C = p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
+    const int C = Lean ? (int)((unsigned)p.cols >> 5) : p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
+    constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
@@ -298,7 +319,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
-    if (preloaded) rows_load_after<DoubleQuant, R, U, AmEvery>(p, f0 + U, lane, g, c, C, rowB, next);
+    if (preloaded)
+        rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur,
+                                                            kReuse && ((f0 + U) & ((1 << p.chunk_shift) - 1)));
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
@@ -308,11 +331,18 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
+    [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
     for (int f = f0; f < f1; f += U) {
         int nc = c + U, ng = g;
         if (nc == C) { nc = 0; ng++; }
-        if ((f != f0 || !preloaded) && f + U < f1) // with preloaded, the first step's successor is under way
+        if constexpr (Lean) {
+            if (load_next && f + U < f1)
+                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur,
+                                                                    kReuse && ((f + U) & ((1 << p.chunk_shift) - 1)));
+            load_next = true;
+        } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
             rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
+        }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
