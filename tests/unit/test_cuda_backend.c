@@ -456,14 +456,27 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         }
         compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
     }
-    g_blocksize = 256;
-    setenv("ECO_CUDA_NF4_ROWS_SHAPE", "8,4,2", 1);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    unsetenv("ECO_CUDA_NF4_ROWS_SHAPE");
+    /* long ranges (at least 8 steps a warp: most steps reuse, across row groups), steps of 1, 2 and 4 chunks over
+     * blocks of 2 to 8 chunks, and one step preloaded; the default grid above gives medium's linears one chunk a
+     * warp, where nothing is reused */
+    setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
+    const struct { const char *shape; int blocksize; } lean_shapes[] = {
+        {NULL, 0}, {NULL, 128}, {NULL, 256}, {"8,2,3", 128}, {"8,2,3", 256}, {"8,4,2", 128}, {"8,4,2", 256}};
+    for (size_t i = 0; i < sizeof lean_shapes / sizeof lean_shapes[0]; i++) {
+        if (lean_shapes[i].shape) setenv("ECO_CUDA_NF4_ROWS_SHAPE", lean_shapes[i].shape, 1);
+        g_blocksize = lean_shapes[i].blocksize;
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=1 ECO_CUDA_NF4_MIN_STEPS=8, shape %s, nf4 blocks of %d\n",
+                      lean_shapes[i].shape ? lean_shapes[i].shape : "default", g_blocksize ? g_blocksize : 64);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_ROWS_SHAPE");
+    }
     g_blocksize = 0;
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
     setenv("ECO_CUDA_NF4_PRELOAD", "1", 1);
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_NF4_PRELOAD");
+    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     unsetenv("ECO_CUDA_NF4");
@@ -742,6 +755,7 @@ static void test_kernels_match_cpu_matvec(void **state)
                 for (int table = 0; table <= (nf4 && !mma ? 2 : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
                     if (table == 2) setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
+                    if (table == 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1); /* whole blocks reused, not one chunk a warp */
                     double err = worst_kernel_error(&q, x), tol = nf4 && table != 1 ? 3e-4 : cases[k].tol;
                     bool ok = err < tol;
                     failures += !ok;
@@ -749,6 +763,7 @@ static void test_kernels_match_cpu_matvec(void **state)
                                   mma ? "mma   " : table == 1 ? "table " : table == 2 ? "lean  " : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
+                    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
                 }
                 eco_qweight_free(&q);
             }
