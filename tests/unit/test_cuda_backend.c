@@ -440,7 +440,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     g_blocksize = 0;
     /* the experiment's lean steps (ECO_CUDA_NF4_ROWS_LEAN=1): a step in the absmax block of the one before copies
      * its scales (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start
-     * inside a block, with one step preloaded and with four-chunk steps; nf4 and nf4-dq */
+     * inside a block; nf4 and nf4-dq */
     setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
     const int lean_blocksizes[] = {0, 32, 256};
     const char *lean_blocks[] = {NULL, "7", "200"};
@@ -754,8 +754,10 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* (2: a row per lane with the experiment's lean steps, ECO_CUDA_NF4_ROWS_LEAN) */
                 for (int table = 0; table <= (nf4 && !mma ? 2 : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
-                    if (table == 2) setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
-                    if (table == 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1); /* whole blocks reused, not one chunk a warp */
+                    if (table == 2) {
+                        setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
+                        setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1); /* whole blocks reused, not one chunk a warp */
+                    }
                     double err = worst_kernel_error(&q, x), tol = nf4 && table != 1 ? 3e-4 : cases[k].tol;
                     bool ok = err < tol;
                     failures += !ok;

@@ -1099,26 +1099,11 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStr
     return ECO_OK;
 }
 
-// The launch of a stream-K nf4 kernel `fn` (blocks of `block_warps`) over `groups` row groups of `chunks` chunks,
-// steps of u: every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share,
-// whole steps; `slots` is the most warps any group is split between, each depositing `slot_floats` partial sums.
-// The deposits and arrival counters are shared by every linear on these kernels (one runs at a time).
-eco_err stream_k_plan(State *s, DeviceLinear &d, MatvecFn fn, int block_warps, long groups, long chunks, long u, size_t slot_floats)
-{
-    int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, block_warps * kWarp, lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ)));
-    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * block_warps;
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, s->nf4_min_steps, u);
-    d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + block_warps - 1) / block_warps);
-    d.rows_slots = sh.slots;
-    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * slot_floats : 1;
-    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
-    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
-}
-
 // Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
-// (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL).
+// (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL): every warp the GPU holds at once (or
+// ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share of the flat chunk order, whole steps; rows_slots is the
+// most warps any row group is split between. The deposits and arrival counters are shared by every linear on the
+// decoder (one runs at a time).
 eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 {
     d.nf4_rows = true;
@@ -1126,8 +1111,18 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     MatvecParams p = mapping_params(s, d, map);
     d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    return stream_k_plan(s, d, pick_rows(d.format == ECO_PREC_NF4_DQ, d.blocksize, d.rows_shape), rs.warps,
-                         nf4_rows_groups(p, map, kNf4RowsR), d.cols / 32, rs.u, (size_t)kNf4RowsR * kWarp);
+    bool dq = d.format == ECO_PREC_NF4_DQ;
+    long groups = nf4_rows_groups(p, map, kNf4RowsR);
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
+    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
+    d.rows_chunks_per_warp = (int)sh.per;
+    d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
+    d.rows_slots = sh.slots;
+    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
+    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
+    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
 // A row-major nf4 linear's weights and scales (absmax, or nf4-dq's codes) replaced by copies in another order:

@@ -308,6 +308,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = Lean ? (int)((unsigned)p.cols >> 5) : p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
+    // Lean: step f (a multiple of U) lies in the absmax block of the step before it
+    auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
     const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
@@ -320,8 +322,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     fill_nf4_pair_table(nf4_smem, DoubleQuant);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if (preloaded)
-        rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur,
-                                                            kReuse && ((f0 + U) & ((1 << p.chunk_shift) - 1)));
+        rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
@@ -337,8 +338,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         if (nc == C) { nc = 0; ng++; }
         if constexpr (Lean) {
             if (load_next && f + U < f1)
-                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur,
-                                                                    kReuse && ((f + U) & ((1 << p.chunk_shift) - 1)));
+                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
             load_next = true;
         } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
             rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
