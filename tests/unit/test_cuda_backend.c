@@ -438,17 +438,15 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     g_blocksize = 0;
-    /* the experiment's lean steps (ECO_CUDA_NF4_ROWS_LEAN=1): a step in the absmax block of the one before copies
-     * its scales (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start
-     * inside a block; nf4 and nf4-dq */
-    setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
+    /* the lean steps (the default): a step in the absmax block of the one before copies its scales (blocksize 64:
+     * every other step, 256: seven of eight, 32: none), on grids whose warps start inside a block; nf4 and nf4-dq */
     const int lean_blocksizes[] = {0, 32, 256};
     const char *lean_blocks[] = {NULL, "7", "200"};
     for (size_t i = 0; i < 3; i++) {
         g_blocksize = lean_blocksizes[i];
         for (size_t b = 0; b < 3; b++) {
             if (lean_blocks[b]) setenv("ECO_CUDA_NF4_BLOCKS", lean_blocks[b], 1);
-            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=1, nf4 blocks of %d, ECO_CUDA_NF4_BLOCKS=%s\n",
+            print_message("ECO_CUDA_NF4=rows (lean steps), nf4 blocks of %d, ECO_CUDA_NF4_BLOCKS=%s\n",
                           g_blocksize ? g_blocksize : 64, lean_blocks[b] ? lean_blocks[b] : "-");
             compare_config(medium(), ECO_PREC_NF4, 0.9999);
             compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -465,7 +463,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     for (size_t i = 0; i < sizeof lean_shapes / sizeof lean_shapes[0]; i++) {
         if (lean_shapes[i].shape) setenv("ECO_CUDA_NF4_ROWS_SHAPE", lean_shapes[i].shape, 1);
         g_blocksize = lean_shapes[i].blocksize;
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=1 ECO_CUDA_NF4_MIN_STEPS=8, shape %s, nf4 blocks of %d\n",
+        print_message("ECO_CUDA_NF4=rows (lean steps) ECO_CUDA_NF4_MIN_STEPS=8, shape %s, nf4 blocks of %d\n",
                       lean_shapes[i].shape ? lean_shapes[i].shape : "default", g_blocksize ? g_blocksize : 64);
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -478,6 +476,17 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_PRELOAD");
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    /* the full steps (ECO_CUDA_NF4_ROWS_LEAN=0, kept for A/Bs) over long ranges, blocksizes 64 and 256 */
+    setenv("ECO_CUDA_NF4_ROWS_LEAN", "0", 1);
+    setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
+    for (int bs = 0; bs <= 256; bs += 256) {
+        g_blocksize = bs;
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=0 ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", bs ? bs : 64);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    }
+    g_blocksize = 0;
+    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     unsetenv("ECO_CUDA_NF4");
     /* the tensor-core matvec: one and two row tiles per warp, 1..8 warps per tile (some with no columns at
@@ -579,7 +588,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "1"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "0"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -751,18 +760,17 @@ static void test_kernels_match_cpu_matvec(void **state)
                 bool nf4 = cases[k].p == ECO_PREC_NF4 || cases[k].p == ECO_PREC_NF4_DQ;
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
-                /* (2: a row per lane with the experiment's lean steps, ECO_CUDA_NF4_ROWS_LEAN) */
-                for (int table = 0; table <= (nf4 && !mma ? 2 : 0); table++) {
+                /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
+                 * a warp; 3: the same with the full steps, ECO_CUDA_NF4_ROWS_LEAN=0) */
+                for (int table = 0; table <= (nf4 && !mma ? 3 : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
-                    if (table == 2) {
-                        setenv("ECO_CUDA_NF4_ROWS_LEAN", "1", 1);
-                        setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1); /* whole blocks reused, not one chunk a warp */
-                    }
+                    if (table >= 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
+                    if (table == 3) setenv("ECO_CUDA_NF4_ROWS_LEAN", "0", 1);
                     double err = worst_kernel_error(&q, x), tol = nf4 && table != 1 ? 3e-4 : cases[k].tol;
                     bool ok = err < tol;
                     failures += !ok;
                     print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
-                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "lean  " : "scalar", err, ok ? "" : "  FAILS");
+                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
                     unsetenv("ECO_CUDA_NF4_MIN_STEPS");

@@ -66,7 +66,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    bool nf4_rows_lean;      // ECO_CUDA_NF4_ROWS_LEAN=1: that decoder's lean steps (experiment, matvec_nf4_rows)
+    bool nf4_rows_lean;      // that decoder's lean steps (matvec_nf4_rows; ECO_CUDA_NF4_ROWS_LEAN=0: the full steps)
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -224,7 +224,7 @@ Design requested_design(void)
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
-    d.nf4_rows_lean = env_is("ECO_CUDA_NF4_ROWS_LEAN", "1");
+    d.nf4_rows_lean = !env_is("ECO_CUDA_NF4_ROWS_LEAN", "0");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -260,7 +260,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    bool nf4_rows_lean; /* its lean steps (ECO_CUDA_NF4_ROWS_LEAN=1, experiment) */
+    bool nf4_rows_lean; /* its lean steps (ECO_CUDA_NF4_ROWS_LEAN=0: the full steps) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -1077,7 +1077,7 @@ template <bool Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int sha
     return fn;
 }
 
-// lean: the experiment's steps (ECO_CUDA_NF4_ROWS_LEAN); the same grid and registers as the default's.
+// lean: the lean steps (the default; ECO_CUDA_NF4_ROWS_LEAN=0 the full steps, for A/Bs): the same grid and registers.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, bool lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
@@ -2171,7 +2171,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, d.nf4_rows_lean ? ", lean steps" : "", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

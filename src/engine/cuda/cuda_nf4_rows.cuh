@@ -292,12 +292,14 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
-// Lean (ECO_CUDA_NF4_ROWS_LEAN=1, an experiment, not yet measured): fewer requests and less bookkeeping a step with
-// the same loads in flight. A step in the absmax block of the step before (every other step at blocksize 64) copies
-// its scales instead of loading them (one L1 request a row less: by a count on paper the L1/shared-memory pipe, 32
-// of whose ~46 requests a step are the lookups, is ~70% busy at the H200's bandwidth); the first step's preload is
-// a loop-carried flag, and the column count a shift, where the default recomputes the warp's first chunk and a
-// signed division from the parameters every step (its PTX, under the 64-register cap).
+// Lean (the default; ECO_CUDA_NF4_ROWS_LEAN=0 keeps the full steps for A/Bs): fewer requests and less bookkeeping a
+// step with the same loads in flight. A step in the absmax block of the step before (every other step at blocksize
+// 64) copies its scales instead of loading them (one L1 request a row less); the first step's preload is a
+// loop-carried flag, and the column count a shift, where the full steps recompute the warp's first chunk and a
+// signed division from the parameters every step (the 64-register cap makes that cheaper than keeping them). Its
+// SASS loop is 184 instructions a step against 196; side by side on an H100 (data/h200/README.md, session 28) the
+// bare linears read 0.4-0.8 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
+// x1.0071 / x1.0077 faster.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, bool Lean = false>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
