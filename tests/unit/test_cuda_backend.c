@@ -485,8 +485,29 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     }
+    /* the experiments: 2 (the lean steps unrolled by two, narrow decode) and 3 (the lean steps, narrow decode), over
+     * long ranges at blocksizes 64 and 256, and on grids whose warps start inside a block */
+    const char *narrow[] = {"2", "3"};
+    for (size_t v = 0; v < 2; v++) {
+        setenv("ECO_CUDA_NF4_ROWS_LEAN", narrow[v], 1);
+        for (int bs = 0; bs <= 256; bs += 256) {
+            g_blocksize = bs;
+            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", narrow[v], bs ? bs : 64);
+            compare_config(medium(), ECO_PREC_NF4, 0.9999);
+            compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        }
+    }
     g_blocksize = 0;
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    for (size_t v = 0; v < 2; v++) {
+        setenv("ECO_CUDA_NF4_ROWS_LEAN", narrow[v], 1);
+        setenv("ECO_CUDA_NF4_BLOCKS", "7", 1);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", narrow[v]);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    }
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     unsetenv("ECO_CUDA_NF4");
     /* the tensor-core matvec: one and two row tiles per warp, 1..8 warps per tile (some with no columns at
@@ -588,7 +609,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "0"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "3"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -761,16 +782,17 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3: the same with the full steps, ECO_CUDA_NF4_ROWS_LEAN=0) */
-                for (int table = 0; table <= (nf4 && !mma ? 3 : 0); table++) {
+                 * a warp; 3, 4, 5: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3"};
+                for (int table = 0; table <= (nf4 && !mma ? 5 : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
                     if (table >= 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
-                    if (table == 3) setenv("ECO_CUDA_NF4_ROWS_LEAN", "0", 1);
+                    if (steps[table]) setenv("ECO_CUDA_NF4_ROWS_LEAN", steps[table], 1);
                     double err = worst_kernel_error(&q, x), tol = nf4 && table != 1 ? 3e-4 : cases[k].tol;
                     bool ok = err < tol;
                     failures += !ok;
                     print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
-                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : "scalar", err, ok ? "" : "  FAILS");
+                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
                     unsetenv("ECO_CUDA_NF4_MIN_STEPS");

@@ -66,7 +66,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    bool nf4_rows_lean;      // that decoder's lean steps (matvec_nf4_rows; ECO_CUDA_NF4_ROWS_LEAN=0: the full steps)
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows): 1 lean (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 2 or 3 experiments
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -224,7 +224,7 @@ Design requested_design(void)
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
-    d.nf4_rows_lean = !env_is("ECO_CUDA_NF4_ROWS_LEAN", "0");
+    d.nf4_rows_lean = env_is("ECO_CUDA_NF4_ROWS_LEAN", "3") ? 3 : env_is("ECO_CUDA_NF4_ROWS_LEAN", "2") ? 2 : !env_is("ECO_CUDA_NF4_ROWS_LEAN", "0");
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -260,7 +260,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    bool nf4_rows_lean; /* its lean steps (ECO_CUDA_NF4_ROWS_LEAN=0: the full steps) */
+    int nf4_rows_lean; /* its steps: 1 lean, 0 full, 2 and 3 experiments (ECO_CUDA_NF4_ROWS_LEAN) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -958,7 +958,7 @@ size_t mma_smem_bytes(int format)
 
 // The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
 // any graph capture (engine creation and standalone linears).
-MatvecFn pick_rows(bool dq, int blocksize, int shape, bool lean = false);
+MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean);
 
 eco_err allow_large_shared_memory(void)
 {
@@ -970,7 +970,7 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                for (int lean = 0; lean < 2; lean++)
+                for (int lean = 0; lean < 4; lean++)
                     CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, lean), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
@@ -1059,7 +1059,7 @@ eco_err tile_linear(State *s, Linear &l, int map)
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
 // am: chunks a step that share one absmax (rows_am_every, at most U).
-template <int Warps, int U, int PerSm, bool Lean> MatvecFn pick_rows_am(bool dq, int am)
+template <int Warps, int U, int PerSm, int Lean> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
     if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Lean>
@@ -1070,19 +1070,21 @@ template <int Warps, int U, int PerSm, bool Lean> MatvecFn pick_rows_am(bool dq,
 
 // The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
 // table, so a shape added there needs nothing here.
-template <bool Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
+template <int Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
     MatvecFn fn = nullptr;
     ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm, Lean>(dq, am)) : (void)0), ...);
     return fn;
 }
 
-// lean: the lean steps (the default; ECO_CUDA_NF4_ROWS_LEAN=0 the full steps, for A/Bs): the same grid and registers.
-MatvecFn pick_rows(bool dq, int blocksize, int shape, bool lean)
+// lean: 1 the lean steps (the default), 0 the full steps, 2 the lean steps unrolled by two with the narrow decode, 3 the
+// lean steps with the narrow decode (ECO_CUDA_NF4_ROWS_LEAN; 2 and 3 experiments): the same grid and register cap.
+MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
     auto shapes = std::make_index_sequence<std::size(kNf4RowsShapes)>{};
-    return lean ? pick_rows_in<true>(dq, am, shape, shapes) : pick_rows_in<false>(dq, am, shape, shapes);
+    return lean == 3 ? pick_rows_in<3>(dq, am, shape, shapes) : lean == 2 ? pick_rows_in<2>(dq, am, shape, shapes)
+         : lean ? pick_rows_in<1>(dq, am, shape, shapes) : pick_rows_in<0>(dq, am, shape, shapes);
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -1114,7 +1116,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
     d.rows_chunks_per_warp = (int)sh.per;
@@ -2171,7 +2173,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

@@ -289,6 +289,58 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
     rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
+// One step's products into acc, narrow (ECO_CUDA_NF4_ROWS_LEAN=2 and 3, experiments): words outer and rows inner,
+// so x is read 16 bytes (one weight word's columns) at a time rather than a chunk's 64 bytes at once, and two fp16
+// chains a row rather than four; that frees about 12 registers, which the loop unrolled by two needs (it spilled
+// 32-84 bytes a thread without them). A chunk whose fp16 sum overflowed is redone in fp32, as in dot32_nf4_rows_checked.
+template <bool DoubleQuant, int R, int U, int AmEvery>
+__device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const RowsStep<DoubleQuant, R, U> &now, const uint4 *x, int c,
+                                                   const unsigned char *table, unsigned lane4, const float *dmap, float (&acc)[R])
+{
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        __half2 h[R][2];
+#pragma unroll
+        for (int r = 0; r < R; r++) h[r][0] = h[r][1] = __float2half2_rn(0.f);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint4 xv = __ldca(x + (size_t)(c + u) * 4 + i); // coherent: x was written by the previous kernel
+            const __half2 *xp = reinterpret_cast<const __half2 *>(&xv);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const unsigned word = reinterpret_cast<const unsigned *>(&now.w[u][r])[i];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    unsigned bits = nf4_pair(word, k, table, lane4);
+                    h[r][k & 1] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), xp[k], h[r][k & 1]);
+                }
+            }
+        }
+        float part[R];
+        bool finite = true;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float2 fv = __half22float2(__hadd2(h[r][0], h[r][1]));
+            part[r] = fv.x + fv.y;
+            finite &= isfinite(part[r]);
+        }
+        if (!finite) {
+            uint4 xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(now.w[u][r], xh[0], xh[1], xh[2], xh[3]);
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int ub = u - u % AmEvery;
+            float am = DoubleQuant ? dmap[now.code[ub][r]] * now.am[ub][r] + p.absmax_offset : now.am[ub][r];
+            acc[r] = fmaf(part[r], am, acc[r]);
+        }
+    }
+}
+
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -300,7 +352,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // SASS loop is 184 instructions a step against 196; side by side on an H100 (data/h200/README.md, session 28) the
 // bare linears read 0.4-0.8 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
 // x1.0071 / x1.0077 faster.
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, bool Lean = false>
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
@@ -335,39 +387,76 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
-    for (int f = f0; f < f1; f += U) {
-        int nc = c + U, ng = g;
-        if (nc == C) { nc = 0; ng++; }
-        if constexpr (Lean) {
+    if constexpr (Lean == 2) {
+        // The loop unrolled by two, the two buffers alternating: no copy of the next step into the current one (10
+        // register moves a step), with the narrow decode's registers (experiment, ECO_CUDA_NF4_ROWS_LEAN=2).
+        int f = f0, gd = g;
+        auto body = [&](RowsStep<DoubleQuant, R, U> &now, RowsStep<DoubleQuant, R, U> &after) {
+            int nc = c + U, ng = g;
+            if (nc == C) { nc = 0; ng++; }
             if (load_next && f + U < f1)
-                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
+                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, after, &now, in_block_before(f + U));
             load_next = true;
-        } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
-            rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
-            uint4 xh[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-            float part[R];
-            dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const int ub = u - u % AmEvery;
-                float am = DoubleQuant ? dmap[cur.code[ub][r]] * cur.am[ub][r] + p.absmax_offset : cur.am[ub][r];
-                acc[r] = fmaf(part[r], am, acc[r]);
-            }
-        }
-        if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
-            rows_deposit<R>(p, g, warp_id, lane, acc);
+            rows_decode_narrow<DoubleQuant, R, U, AmEvery>(p, now, x, c, nf4_smem, lane4, dmap, acc);
+            bool end = nc == 0 || f + U >= f1; // the end of a row group, or of this warp's range
+            gd = g;
+            c = nc;
+            g = ng;
+            f += U;
+            return end;
+        };
+        auto deposit = [&] {
+            rows_deposit<R>(p, gd, warp_id, lane, acc);
 #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = 0.f;
+        };
+        for (;;) {
+            if (body(cur, next)) {
+                deposit();
+                if (f >= f1) return;
+            }
+            if (body(next, cur)) {
+                deposit();
+                if (f >= f1) return;
+            }
         }
-        c = nc;
-        g = ng;
-        cur = next;
+    } else {
+        for (int f = f0; f < f1; f += U) {
+            int nc = c + U, ng = g;
+            if (nc == C) { nc = 0; ng++; }
+            if constexpr (Lean) {
+                if (load_next && f + U < f1)
+                    rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
+                load_next = true;
+            } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
+                rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
+            }
+            if constexpr (Lean == 3) rows_decode_narrow<DoubleQuant, R, U, AmEvery>(p, cur, x, c, nf4_smem, lane4, dmap, acc);
+            else
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
+                uint4 xh[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+                float part[R];
+                dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const int ub = u - u % AmEvery;
+                    float am = DoubleQuant ? dmap[cur.code[ub][r]] * cur.am[ub][r] + p.absmax_offset : cur.am[ub][r];
+                    acc[r] = fmaf(part[r], am, acc[r]);
+                }
+            }
+            if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
+                rows_deposit<R>(p, g, warp_id, lane, acc);
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r] = 0.f;
+            }
+            c = nc;
+            g = ng;
+            cur = next;
+        }
     }
 }
 
