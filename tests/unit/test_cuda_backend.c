@@ -571,7 +571,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_MIN_STEPS", "0"}, {"ECO_CUDA_NF4_LANES_MIN", "-1"},
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
-                                {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"}};
+                                {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "4"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", ""}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
         assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
@@ -792,7 +794,7 @@ static void test_kernels_match_cpu_matvec(void **state)
                     bool ok = err < tol;
                     failures += !ok;
                     print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
-                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : "scalar", err, ok ? "" : "  FAILS");
+                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : nf4 && !mma ? "rows  " : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
                     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
@@ -821,14 +823,18 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(x);
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
-    /* table16 and lanes on the scalar matvec, rows on interleaved weights; "mma": the tensor-core one (fp32
-     * accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "mma"};
+    /* table16 and lanes on the scalar matvec, rows on interleaved weights (also with the narrow decode of the
+     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk); "mma": the tensor-core one
+     * (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "2", "3", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 4; d++) {
+    for (size_t d = 0; d < 6; d++) {
         bool mma = !strcmp(decoders[d], "mma");
         setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);
+        if (steps[d]) setenv("ECO_CUDA_NF4_ROWS_LEAN", steps[d], 1);
+        else unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
         for (size_t k = 0; k < 2; k++) {
             eco_qweight q;
             assert_int_equal(eco_quantize(precs[k], w, rows, cols, NULL, &q), ECO_OK);
@@ -836,8 +842,8 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             double huge = worst_kernel_error(&q, x);
             for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 8.f;
             double plain = worst_kernel_error(&q, x);
-            print_message("ECO_CUDA_NF4=%-7s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
-                          eco_precision_name(precs[k]), huge, plain);
+            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
+                          steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), huge, plain);
             assert_true(huge < (mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             eco_qweight_free(&q);
@@ -845,6 +851,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     }
     unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_MMA");
+    unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     free(w);
     free(x);
 }

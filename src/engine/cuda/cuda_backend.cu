@@ -224,7 +224,9 @@ Design requested_design(void)
     d.nf4_ok = !nf4 || !strcmp(nf4, "rows") || !strcmp(nf4, "lanes") || !strcmp(nf4, "table16");
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
-    d.nf4_rows_lean = env_is("ECO_CUDA_NF4_ROWS_LEAN", "3") ? 3 : env_is("ECO_CUDA_NF4_ROWS_LEAN", "2") ? 2 : !env_is("ECO_CUDA_NF4_ROWS_LEAN", "0");
+    const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
+    d.nf4_rows_lean = 1;
+    if (lean && !parse_int_in(lean, 0, 3, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -341,6 +343,9 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_lanes_any_size = d.nf4_lanes_any_size;
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
+    if (d.nf4_rows_lean < 0)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps, the default), 2 or 3 (experiments)",
+                        getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
     s->fused = d.fused;
