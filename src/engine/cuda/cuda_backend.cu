@@ -2178,7 +2178,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean narrow steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

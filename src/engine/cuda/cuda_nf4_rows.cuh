@@ -349,9 +349,9 @@ __device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const 
 // 64) copies its scales instead of loading them (one L1 request a row less); the first step's preload is a
 // loop-carried flag, and the column count a shift, where the full steps recompute the warp's first chunk and a
 // signed division from the parameters every step (the 64-register cap makes that cheaper than keeping them). Its
-// SASS loop is 184 instructions a step against 196; side by side on an H100 (data/h200/README.md, session 28) the
-// bare linears read 0.4-0.8 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
-// x1.0071 / x1.0077 faster.
+// SASS loop is 184 instructions a step against 196; side by side on an H200 (data/h200/README.md, session 28) the
+// bare linears read 1.4-2.0 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
+// x1.015 / x1.016 faster (on an H100, x1.0071 / x1.0077).
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
