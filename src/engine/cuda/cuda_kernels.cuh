@@ -129,6 +129,14 @@ struct MatvecParams {
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
 };
 
+// The scale of a block of nf4 weights: its fp32 absmax, or for nf4-dq the absmax code's dynamic-map value times
+// the nested (group) scale, plus the offset.
+template <bool DoubleQuant>
+__device__ __forceinline__ float nf4_block_scale(const float *dmap, unsigned code, float scale, float offset)
+{
+    return DoubleQuant ? dmap[code] * scale + offset : scale;
+}
+
 template <int N> __device__ __forceinline__ void load_x(const __half *__restrict__ x, float (&xf)[N])
 {
 #pragma unroll
@@ -394,7 +402,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec(const MatvecPar
                 for (int r = 0; r < R; r++) {
                     float part = dot16<K>(cur.w[u][r], xf, lut);
                     if constexpr (K == W_NF4) {
-                        float am = DoubleQuant ? dmap[cur.code[u][r]] * cur.am[u][r] + p.absmax_offset : cur.am[u][r];
+                        float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[u][r], cur.am[u][r], p.absmax_offset);
                         acc[r] = fmaf(part, am, acc[r]);
                     } else {
                         acc[r] += part;
@@ -509,6 +517,15 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
+// The rows whose fp16 partial sum overflowed (not finite), redone in fp32 from their 32-weight chunk w[r] and xh.
+template <int R>
+__device__ __forceinline__ void redo_overflowed(const uint4 (&w)[R], const uint4 (&xh)[4], float (&part)[R])
+{
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(w[r], xh[0], xh[1], xh[2], xh[3]);
+}
+
 // The partial sums of R rows' 32-weight chunks w[r] against xh, each chunk whose fp16 sum overflowed redone
 // in fp32 (one check for the R rows).
 template <int R>
@@ -521,11 +538,7 @@ __device__ __forceinline__ void dot32_nf4_rows_checked(const uint4 (&w)[R], cons
         part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
         finite &= isfinite(part[r]);
     }
-    if (!finite) {
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(w[r], xh[0], xh[1], xh[2], xh[3]);
-    }
+    if (!finite) redo_overflowed<R>(w, xh, part);
 }
 
 // A work item of this decoder is R rows: one unit of R rows, or for a paired epilogue (SwiGLU, RoPE) R/2
@@ -646,7 +659,7 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
             dot32_nf4_rows_checked<R>(cur.w[0], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                float am = DoubleQuant ? dmap[cur.code[0][r]] * cur.am[0][r] + p.absmax_offset : cur.am[0][r];
+                float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[0][r], cur.am[0][r], p.absmax_offset);
                 acc[r] = fmaf(part[r], am, acc[r]);
             }
         }

@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
                     for (int h = 0; h < 2; h++)
 #pragma unroll
                         for (int k = 0; k < 2; k++)
-                            am[h][k] = DQ ? dmap[cur.code[r][h][k]] * cur.am[r][h][k] + p.absmax_offset : cur.am[r][h][k];
+                            am[h][k] = nf4_block_scale<DQ>(dmap, cur.code[r][h][k], cur.am[r][h][k], p.absmax_offset);
                     acc[r][0] += d[0] * am[0][0] + d[1] * am[0][1];
                     acc[r][1] += d[2] * am[1][0] + d[3] * am[1][1];
                 } else { // x in every output column: c0 and c2 are rows g and g + 8

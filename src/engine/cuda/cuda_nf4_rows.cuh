@@ -292,7 +292,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // One step's products into acc, narrow (ECO_CUDA_NF4_ROWS_LEAN=2 and 3, experiments): words outer and rows inner,
 // so x is read 16 bytes (one weight word's columns) at a time rather than a chunk's 64 bytes at once, and two fp16
 // chains a row rather than four; that frees about 12 registers, which the loop unrolled by two needs (it spilled
-// 32-84 bytes a thread without them). A chunk whose fp16 sum overflowed is redone in fp32, as in dot32_nf4_rows_checked.
+// 32-84 bytes a thread without them). A chunk whose fp16 sum overflowed is redone in fp32 (redo_overflowed).
 template <bool DoubleQuant, int R, int U, int AmEvery>
 __device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const RowsStep<DoubleQuant, R, U> &now, const uint4 *x, int c,
                                                    const unsigned char *table, unsigned lane4, const float *dmap, float (&acc)[R])
@@ -328,14 +328,12 @@ __device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const 
             uint4 xh[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(now.w[u][r], xh[0], xh[1], xh[2], xh[3]);
+            redo_overflowed<R>(now.w[u], xh, part);
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const int ub = u - u % AmEvery;
-            float am = DoubleQuant ? dmap[now.code[ub][r]] * now.am[ub][r] + p.absmax_offset : now.am[ub][r];
+            float am = nf4_block_scale<DoubleQuant>(dmap, now.code[ub][r], now.am[ub][r], p.absmax_offset);
             acc[r] = fmaf(part[r], am, acc[r]);
         }
     }
@@ -444,7 +442,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const int ub = u - u % AmEvery;
-                    float am = DoubleQuant ? dmap[cur.code[ub][r]] * cur.am[ub][r] + p.absmax_offset : cur.am[ub][r];
+                    float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[ub][r], cur.am[ub][r], p.absmax_offset);
                     acc[r] = fmaf(part[r], am, acc[r]);
                 }
             }
