@@ -476,33 +476,26 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_PRELOAD");
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    /* the full steps (ECO_CUDA_NF4_ROWS_LEAN=0, kept for A/Bs) over long ranges, blocksizes 64 and 256 */
-    setenv("ECO_CUDA_NF4_ROWS_LEAN", "0", 1);
+    /* the other steps over long ranges, blocksizes 64 and 256: 0 (the full steps, kept for A/Bs) and the
+     * experiments 2 (the lean steps unrolled by two, narrow decode) and 3 (the lean steps, narrow decode); the
+     * experiments also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "2", "3"};
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
-    for (int bs = 0; bs <= 256; bs += 256) {
-        g_blocksize = bs;
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=0 ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", bs ? bs : 64);
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    }
-    /* the experiments: 2 (the lean steps unrolled by two, narrow decode) and 3 (the lean steps, narrow decode), over
-     * long ranges at blocksizes 64 and 256, and on grids whose warps start inside a block */
-    const char *narrow[] = {"2", "3"};
-    for (size_t v = 0; v < 2; v++) {
-        setenv("ECO_CUDA_NF4_ROWS_LEAN", narrow[v], 1);
+    for (size_t v = 0; v < 3; v++) {
+        setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         for (int bs = 0; bs <= 256; bs += 256) {
             g_blocksize = bs;
-            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", narrow[v], bs ? bs : 64);
+            print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", other_steps[v], bs ? bs : 64);
             compare_config(medium(), ECO_PREC_NF4, 0.9999);
             compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
         }
     }
     g_blocksize = 0;
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    for (size_t v = 0; v < 2; v++) {
-        setenv("ECO_CUDA_NF4_ROWS_LEAN", narrow[v], 1);
+    for (size_t v = 1; v < 3; v++) {
+        setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         setenv("ECO_CUDA_NF4_BLOCKS", "7", 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", narrow[v]);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", other_steps[v]);
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
         unsetenv("ECO_CUDA_NF4_BLOCKS");
