@@ -477,11 +477,11 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     /* the other steps over long ranges, blocksizes 64 and 256: 0 (the full steps, kept for A/Bs) and the
-     * experiments 2 (the lean steps unrolled by two, narrow decode) and 3 (the lean steps, narrow decode); the
-     * experiments also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "2", "3"};
+     * experiments 2 (the lean steps unrolled by two, narrow decode), 3 (the lean steps, narrow decode) and 4 (the
+     * lean steps, overflow checked once a group); the experiments also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "2", "3", "4"};
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
-    for (size_t v = 0; v < 3; v++) {
+    for (size_t v = 0; v < 4; v++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         for (int bs = 0; bs <= 256; bs += 256) {
             g_blocksize = bs;
@@ -492,7 +492,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     g_blocksize = 0;
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    for (size_t v = 1; v < 3; v++) {
+    for (size_t v = 1; v < 4; v++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         setenv("ECO_CUDA_NF4_BLOCKS", "7", 1);
         print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", other_steps[v]);
@@ -565,7 +565,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
                                 {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "4"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "5"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
                                 {"ECO_CUDA_NF4_ROWS_LEAN", ""}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
@@ -604,7 +604,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "2"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "4"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -777,9 +777,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3, 4, 5: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3"};
-                for (int table = 0; table <= (nf4 && !mma ? 5 : 0); table++) {
+                 * a warp; 3, 4, 5, 6: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3, 4) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3", "4"};
+                for (int table = 0; table <= (nf4 && !mma ? 6 : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
                     if (table >= 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
                     if (steps[table]) setenv("ECO_CUDA_NF4_ROWS_LEAN", steps[table], 1);
@@ -787,7 +787,7 @@ static void test_kernels_match_cpu_matvec(void **state)
                     bool ok = err < tol;
                     failures += !ok;
                     print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
-                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : nf4 && !mma ? "rows  " : "scalar", err, ok ? "" : "  FAILS");
+                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : table == 6 ? "late  " : nf4 && !mma ? "rows  " : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
                     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
@@ -817,12 +817,13 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     /* table16 and lanes on the scalar matvec, rows on interleaved weights (also with the narrow decode of the
-     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk); "mma": the tensor-core one
+     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk, and 4, which redoes a warp's part
+     * of a row group from memory); "mma": the tensor-core one
      * (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "2", "3", NULL};
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "2", "3", "4", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 6; d++) {
+    for (size_t d = 0; d < 7; d++) {
         bool mma = !strcmp(decoders[d], "mma");
         setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);

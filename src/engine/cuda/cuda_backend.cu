@@ -66,7 +66,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows): 1 lean (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 2 or 3 experiments
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows): 1 lean (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 2-4 experiments
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -226,7 +226,7 @@ Design requested_design(void)
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = 1;
-    if (lean && !parse_int_in(lean, 0, 3, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
+    if (lean && !parse_int_in(lean, 0, 4, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -262,7 +262,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    int nf4_rows_lean; /* its steps: 1 lean, 0 full, 2 and 3 experiments (ECO_CUDA_NF4_ROWS_LEAN) */
+    int nf4_rows_lean; /* its steps: 1 lean, 0 full, 2-4 experiments (ECO_CUDA_NF4_ROWS_LEAN) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -344,7 +344,7 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps, the default), 2 or 3 (experiments)",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps, the default), 2, 3 or 4 (experiments)",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1083,12 +1083,13 @@ template <int Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shap
 }
 
 // lean: 1 the lean steps (the default), 0 the full steps, 2 the lean steps unrolled by two with the narrow decode, 3 the
-// lean steps with the narrow decode (ECO_CUDA_NF4_ROWS_LEAN; 2 and 3 experiments): the same grid and register cap.
+// lean steps with the narrow decode, 4 the lean steps with the overflow checked once a row group (ECO_CUDA_NF4_ROWS_LEAN;
+// 2, 3 and 4 experiments): the same grid and register cap.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
     auto shapes = std::make_index_sequence<std::size(kNf4RowsShapes)>{};
-    return lean == 3 ? pick_rows_in<3>(dq, am, shape, shapes) : lean == 2 ? pick_rows_in<2>(dq, am, shape, shapes)
+    return lean == 4 ? pick_rows_in<4>(dq, am, shape, shapes) : lean == 3 ? pick_rows_in<3>(dq, am, shape, shapes) : lean == 2 ? pick_rows_in<2>(dq, am, shape, shapes)
          : lean ? pick_rows_in<1>(dq, am, shape, shapes) : pick_rows_in<0>(dq, am, shape, shapes);
 }
 
@@ -2178,7 +2179,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean narrow steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, d.nf4_rows_lean == 4 ? ", lean late-check steps" : d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean narrow steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

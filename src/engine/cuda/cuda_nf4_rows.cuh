@@ -339,6 +339,34 @@ __device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const 
     }
 }
 
+// Lean 4 (experiment): a row whose sum over this warp's part of group g (flat chunks [from, to)) is not finite had a
+// chunk whose fp16 partial overflowed (an overflowed partial stays inf or NaN through the fp32 sum and its scales), so
+// that part is redone in fp32 from memory: one check a group instead of one a chunk, and the chunk's x and weights need
+// not stay live past its products. Also right for x that is itself not finite (the fp32 sum is not finite either).
+template <bool DoubleQuant, int R>
+__device__ __forceinline__ float rows_redo_part(const MatvecParams &p, int g, int from, int to, int r, int lane, const float *dmap)
+{
+    const int C = p.cols / 32, B = C >> p.chunk_shift;
+    const int row = nf4_rows_slot_row(p, rows_map(p.epilogue), R, g, r * kWarp + lane);
+    const uint4 *w = reinterpret_cast<const uint4 *>(p.w), *x = reinterpret_cast<const uint4 *>(p.x);
+    float acc = 0.f;
+    for (int f = from; f < to; f++) {
+        const int c = f - g * C;
+        const size_t at = ((size_t)(f >> p.chunk_shift) * R + r) * kWarp + lane;
+        float am;
+        if constexpr (DoubleQuant)
+            am = nf4_block_scale<true>(dmap, __ldg(p.absmax_q + at),
+                                       __ldg(p.absmax_q_scale + (((row < 0 ? 0 : row) * B + (c >> p.chunk_shift)) >> 8)), p.absmax_offset);
+        else
+            am = __ldg(p.absmax + at);
+        const size_t xc = (size_t)c * 4;
+        acc = fmaf(dot16_nf4_fp32(__ldg(w + ((size_t)f * R + r) * kWarp + lane), __ldca(x + xc), __ldca(x + xc + 1), __ldca(x + xc + 2),
+                                  __ldca(x + xc + 3)),
+                   am, acc);
+    }
+    return acc;
+}
+
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -438,7 +466,12 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
                 for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
                 float part[R];
-                dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
+                if constexpr (Lean == 4) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
+                } else {
+                    dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
+                }
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const int ub = u - u % AmEvery;
@@ -447,6 +480,11 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 }
             }
             if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
+                if constexpr (Lean == 4) {
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        if (!isfinite(acc[r])) acc[r] = rows_redo_part<DoubleQuant, R>(p, g, max(f0, g * C), f + U, r, lane, dmap);
+                }
                 rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
                 for (int r = 0; r < R; r++) acc[r] = 0.f;
