@@ -226,7 +226,7 @@ Design requested_design(void)
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = 1;
-    if (lean && !parse_int_in(lean, 0, 4, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
+    if (lean && !parse_int_in(lean, 0, kNf4RowsLeanMost, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -975,7 +975,7 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                for (int lean = 0; lean < 4; lean++)
+                for (int lean = 0; lean <= kNf4RowsLeanMost; lean++)
                     CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, lean), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));

@@ -230,6 +230,8 @@ struct RowsShape {
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
+// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-4 experiments.
+constexpr int kNf4RowsLeanMost = 4;
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
