@@ -480,8 +480,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
      * experiments 2 (the lean steps unrolled by two, narrow decode), 3 (the lean steps, narrow decode) and 4 (the
      * lean steps, overflow checked once a group); the experiments also on grids whose warps start inside a block */
     const char *other_steps[] = {"0", "2", "3", "4"};
+    const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
-    for (size_t v = 0; v < 4; v++) {
+    for (size_t v = 0; v < n_other; v++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         for (int bs = 0; bs <= 256; bs += 256) {
             g_blocksize = bs;
@@ -492,7 +493,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     g_blocksize = 0;
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    for (size_t v = 1; v < 4; v++) {
+    for (size_t v = 1; v < n_other; v++) { /* the experiments */
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         setenv("ECO_CUDA_NF4_BLOCKS", "7", 1);
         print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", other_steps[v]);
@@ -779,7 +780,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
                  * a warp; 3, 4, 5, 6: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3, 4) */
                 static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3", "4"};
-                for (int table = 0; table <= (nf4 && !mma ? 6 : 0); table++) {
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "x2    ", "narrow", "late  "};
+                const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
+                for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
                     if (table >= 2) setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
                     if (steps[table]) setenv("ECO_CUDA_NF4_ROWS_LEAN", steps[table], 1);
@@ -787,7 +790,7 @@ static void test_kernels_match_cpu_matvec(void **state)
                     bool ok = err < tol;
                     failures += !ok;
                     print_message("kernel %-10s %s worst |dy| / sum|w x| %.2e%s\n", eco_precision_name(cases[k].p),
-                                  mma ? "mma   " : table == 1 ? "table " : table == 2 ? "long  " : table == 3 ? "full  " : table == 4 ? "x2    " : table == 5 ? "narrow" : table == 6 ? "late  " : nf4 && !mma ? "rows  " : "scalar", err, ok ? "" : "  FAILS");
+                                  mma ? "mma   " : nf4 ? labels[table] : "scalar", err, ok ? "" : "  FAILS");
                     unsetenv("ECO_CUDA_NF4");
                     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
                     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
@@ -823,7 +826,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "mma"};
     const char *steps[] = {NULL, NULL, NULL, "2", "3", "4", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
-    for (size_t d = 0; d < 7; d++) {
+    for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
         setenv("ECO_CUDA_NF4", mma ? "table16" : decoders[d], 1);
         setenv("ECO_CUDA_MMA", mma ? "nf4" : "none", 1);

@@ -225,7 +225,7 @@ Design requested_design(void)
     d.nf4_rows = !d.reference_stack && (kNf4RowsByDefault ? !nf4 || !strcmp(nf4, "rows") : env_is("ECO_CUDA_NF4", "rows"));
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
-    d.nf4_rows_lean = 1;
+    d.nf4_rows_lean = kNf4RowsLeanDefault;
     if (lean && !parse_int_in(lean, 0, kNf4RowsLeanMost, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
@@ -1082,15 +1082,24 @@ template <int Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shap
     return fn;
 }
 
+// The kernel of steps `lean` (0..kNf4RowsLeanMost): one instantiation per variant, so the constant alone bounds the
+// variants the parser takes, the shared-memory loop covers and the kernels built.
+template <size_t... I, int... L>
+MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequence<I...> shapes, std::integer_sequence<int, L...>)
+{
+    MatvecFn fn = nullptr;
+    ((lean == L ? (void)(fn = pick_rows_in<L>(dq, am, shape, shapes)) : (void)0), ...);
+    return fn;
+}
+
 // lean: 1 the lean steps (the default), 0 the full steps, 2 the lean steps unrolled by two with the narrow decode, 3 the
 // lean steps with the narrow decode, 4 the lean steps with the overflow checked once a row group (ECO_CUDA_NF4_ROWS_LEAN;
-// 2, 3 and 4 experiments): the same grid and register cap.
+// 2, 3 and 4 experiments; kNf4RowsStepNames): the same grid and register cap.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
-    auto shapes = std::make_index_sequence<std::size(kNf4RowsShapes)>{};
-    return lean == 4 ? pick_rows_in<4>(dq, am, shape, shapes) : lean == 3 ? pick_rows_in<3>(dq, am, shape, shapes) : lean == 2 ? pick_rows_in<2>(dq, am, shape, shapes)
-         : lean ? pick_rows_in<1>(dq, am, shape, shapes) : pick_rows_in<0>(dq, am, shape, shapes);
+    return pick_rows_lean(dq, am, shape, lean, std::make_index_sequence<std::size(kNf4RowsShapes)>{},
+                          std::make_integer_sequence<int, kNf4RowsLeanMost + 1>{});
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -2179,7 +2188,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, d.nf4_rows_lean == 4 ? ", lean late-check steps" : d.nf4_rows_lean == 3 ? ", lean narrow steps" : d.nf4_rows_lean == 2 ? ", lean narrow steps x2" : d.nf4_rows_lean ? ", lean steps" : ", full steps", rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, kNf4RowsStepNames[d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean], rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

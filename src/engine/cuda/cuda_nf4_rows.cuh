@@ -230,8 +230,11 @@ struct RowsShape {
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
-// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-4 experiments.
-constexpr int kNf4RowsLeanMost = 4;
+// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-4 experiments;
+// their words in the engine design string.
+constexpr int kNf4RowsLeanMost = 4, kNf4RowsLeanDefault = 1;
+constexpr const char *kNf4RowsStepNames[kNf4RowsLeanMost + 1] = {", full steps", ", lean steps", ", lean narrow steps x2",
+                                                                  ", lean narrow steps", ", lean late-check steps"};
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
