@@ -477,9 +477,10 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     /* the other steps over long ranges, blocksizes 64 and 256: 0 (the full steps, kept for A/Bs) and the
-     * experiments 2 (the lean steps unrolled by two, narrow decode), 3 (the lean steps, narrow decode) and 4 (the
-     * lean steps, overflow checked once a group); the experiments also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "2", "3", "4"};
+     * experiments 2 (the lean steps unrolled by two, narrow decode), 3 (the lean steps, narrow decode), 4 (the
+     * lean steps, overflow checked once a group) and 5 (the lean steps, codes scaled by 2^-4: nothing to check); the
+     * experiments also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "2", "3", "4", "5"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
@@ -566,7 +567,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
                                 {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "5"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "6"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
                                 {"ECO_CUDA_NF4_ROWS_LEAN", ""}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
@@ -605,7 +606,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "4"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "5"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -778,9 +779,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3, 4, 5, 6: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3, 4) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3", "4"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "x2    ", "narrow", "late  "};
+                 * a warp; 3-7: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3, 4, 5) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3", "4", "5"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "x2    ", "narrow", "late  ", "scaled"};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -820,11 +821,13 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
     /* table16 and lanes on the scalar matvec, rows on interleaved weights (also with the narrow decode of the
-     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk, and 4, which redoes a warp's part
-     * of a row group from memory); "mma": the tensor-core one
-     * (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact) */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "2", "3", "4", NULL};
+     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk, 4, which redoes a warp's part
+     * of a row group from memory, and 5, whose codes scaled by 2^-4 cannot overflow and so are not redone: within
+     * fp16 rounding like ordinary inputs, not exact); "mma": the tensor-core one
+     * (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
+     * Small x (~1e-3): products near fp16's subnormals, most of all with 5's scaled codes. */
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "2", "3", "4", "5", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
@@ -839,10 +842,14 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             double huge = worst_kernel_error(&q, x);
             for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 8.f;
             double plain = worst_kernel_error(&q, x);
-            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e\n", decoders[d],
-                          steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), huge, plain);
-            assert_true(huge < (mma ? 3e-4 : 1e-5));
+            for (uint64_t j = 0; j < cols; j++) x[j] *= 2.5e-4f;
+            double small = worst_kernel_error(&q, x);
+            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n",
+                          decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), huge, plain, small);
+            bool scaled = steps[d] && !strcmp(steps[d], "5");
+            assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
+            assert_true(small < 2e-3);
             eco_qweight_free(&q);
         }
     }

@@ -453,12 +453,22 @@ constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
 constexpr int kNf4DmapBytes = 256 * sizeof(float); // nf4-dq: the dynamic map, after the table
 constexpr int kNf4LaneWarps = 8;
 
-// The table, and for nf4-dq the dynamic map right after it, by every thread of the block.
-__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant)
+// The codes scaled by 2^-4 (kNf4ScaledShift; the rows decoder's experiment ECO_CUDA_NF4_ROWS_LEAN=5): |code| <= 1 and
+// |x| <= 65504, so a fp16 sum of 16 scaled products stays within 65504 and cannot overflow; the caller multiplies
+// its fp32 sums by 16 again (exact). Products below 2^-10 of the unscaled scale become fp16 subnormals.
+constexpr int kNf4ScaledShift = 4;
+
+// The table, and for nf4-dq the dynamic map right after it, by every thread of the block; scaled: codes times
+// 2^-kNf4ScaledShift (exact: the smallest nonzero code, 0.0796, stays a normal fp16 number).
+__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant, bool scaled = false)
 {
 #pragma unroll 8
     for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
         unsigned v = __ldg(g_nf4_pairs + i / 8);
+        if (scaled) {
+            __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&v), __float2half2_rn(1.f / (1 << kNf4ScaledShift)));
+            v = *reinterpret_cast<const unsigned *>(&h);
+        }
         *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
     }
     if (double_quant) {

@@ -230,11 +230,12 @@ struct RowsShape {
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
-// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-4 experiments;
+// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-5 experiments;
 // their words in the engine design string.
-constexpr int kNf4RowsLeanMost = 4, kNf4RowsLeanDefault = 1;
+constexpr int kNf4RowsLeanMost = 5, kNf4RowsLeanDefault = 1;
 constexpr const char *kNf4RowsStepNames[kNf4RowsLeanMost + 1] = {", full steps", ", lean steps", ", lean narrow steps x2",
-                                                                  ", lean narrow steps", ", lean late-check steps"};
+                                                                  ", lean narrow steps", ", lean late-check steps",
+                                                                  ", lean scaled-table steps"};
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
@@ -404,7 +405,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    fill_nf4_pair_table(nf4_smem, DoubleQuant);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, Lean == 5);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if (preloaded)
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
@@ -471,7 +472,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
                 for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
                 float part[R];
-                if constexpr (Lean == 4) {
+                if constexpr (Lean == 4 || Lean == 5) { // 5: the scaled table cannot overflow
 #pragma unroll
                     for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
                 } else {
@@ -489,6 +490,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
                     for (int r = 0; r < R; r++)
                         if (!isfinite(acc[r])) acc[r] = rows_redo_part<DoubleQuant, R>(p, g, max(f0, g * C), f + U, r, lane, dmap);
+                }
+                if constexpr (Lean == 5) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
                 }
                 rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
