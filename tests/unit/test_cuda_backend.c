@@ -438,15 +438,16 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     g_blocksize = 0;
-    /* the lean steps (the default): a step in the absmax block of the one before copies its scales (blocksize 64:
-     * every other step, 256: seven of eight, 32: none), on grids whose warps start inside a block; nf4 and nf4-dq */
+    /* the default steps (lean, with the scaled table): a step in the absmax block of the one before copies its scales
+     * (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start inside a block; nf4
+     * and nf4-dq */
     const int lean_blocksizes[] = {0, 32, 256};
     const char *lean_blocks[] = {NULL, "7", "200"};
     for (size_t i = 0; i < 3; i++) {
         g_blocksize = lean_blocksizes[i];
         for (size_t b = 0; b < 3; b++) {
             if (lean_blocks[b]) setenv("ECO_CUDA_NF4_BLOCKS", lean_blocks[b], 1);
-            print_message("ECO_CUDA_NF4=rows (lean steps), nf4 blocks of %d, ECO_CUDA_NF4_BLOCKS=%s\n",
+            print_message("ECO_CUDA_NF4=rows (default steps), nf4 blocks of %d, ECO_CUDA_NF4_BLOCKS=%s\n",
                           g_blocksize ? g_blocksize : 64, lean_blocks[b] ? lean_blocks[b] : "-");
             compare_config(medium(), ECO_PREC_NF4, 0.9999);
             compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -463,7 +464,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     for (size_t i = 0; i < sizeof lean_shapes / sizeof lean_shapes[0]; i++) {
         if (lean_shapes[i].shape) setenv("ECO_CUDA_NF4_ROWS_SHAPE", lean_shapes[i].shape, 1);
         g_blocksize = lean_shapes[i].blocksize;
-        print_message("ECO_CUDA_NF4=rows (lean steps) ECO_CUDA_NF4_MIN_STEPS=8, shape %s, nf4 blocks of %d\n",
+        print_message("ECO_CUDA_NF4=rows (default steps) ECO_CUDA_NF4_MIN_STEPS=8, shape %s, nf4 blocks of %d\n",
                       lean_shapes[i].shape ? lean_shapes[i].shape : "default", g_blocksize ? g_blocksize : 64);
         compare_config(medium(), ECO_PREC_NF4, 0.9999);
         compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
@@ -476,11 +477,10 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_PRELOAD");
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    /* the other steps over long ranges, blocksizes 64 and 256: 0 (the full steps, kept for A/Bs) and the
-     * experiments 2 (the lean steps unrolled by two, narrow decode), 3 (the lean steps, narrow decode), 4 (the
-     * lean steps, overflow checked once a group) and 5 (the lean steps, codes scaled by 2^-4: nothing to check); the
-     * experiments also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "2", "3", "4", "5"};
+    /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
+     * steps with the unscaled table, each chunk's fp16 overflow checked); 1 also on grids whose warps start inside a
+     * block */
+    const char *other_steps[] = {"0", "1"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
@@ -494,7 +494,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     g_blocksize = 0;
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
-    for (size_t v = 1; v < n_other; v++) { /* the experiments */
+    for (size_t v = 1; v < n_other; v++) { /* the lean steps */
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         setenv("ECO_CUDA_NF4_BLOCKS", "7", 1);
         print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s, ECO_CUDA_NF4_BLOCKS=7\n", other_steps[v]);
@@ -567,7 +567,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
                                 {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "6"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "6"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2"}, {"ECO_CUDA_NF4_ROWS_LEAN", "4"},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "99999999999"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
                                 {"ECO_CUDA_NF4_ROWS_LEAN", ""}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
         setenv(bad_nf4[i][0], bad_nf4[i][1], 1);
@@ -779,9 +780,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3-7: the same with ECO_CUDA_NF4_ROWS_LEAN=0, 2, 3, 4, 5) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "2", "3", "4", "5"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "x2    ", "narrow", "late  ", "scaled"};
+                 * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "1"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  "};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -807,9 +808,10 @@ static void test_kernels_match_cpu_matvec(void **state)
     assert_int_equal(failures, 0);
 }
 
-/* nf4 by fp16 pair products: a 32-weight partial that overflows fp16 (x near the fp16 limit, weights of one
- * sign) is redone in fp32, so y is finite and exact to fp32 rounding; ordinary inputs stay within fp16
- * product rounding. Both decoders, both absmax layouts. */
+/* nf4 by fp16 pair products: a 32-weight partial that would overflow fp16 (x near the fp16 limit, weights of one
+ * sign) is redone in fp32, so y is finite and exact to fp32 rounding, or (the row decoder's scaled codes) cannot
+ * overflow, so y is finite and within fp16 rounding; ordinary and small inputs stay within fp16 product rounding.
+ * Every decoder, both absmax layouts. */
 static void test_nf4_kernels_on_extreme_inputs(void **state)
 {
     (void)state;
@@ -820,14 +822,13 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(x);
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
-    /* table16 and lanes on the scalar matvec, rows on interleaved weights (also with the narrow decode of the
-     * experiments ECO_CUDA_NF4_ROWS_LEAN=2 and 3, whose own fallback redoes a chunk, 4, which redoes a warp's part
-     * of a row group from memory, and 5, whose codes scaled by 2^-4 cannot overflow and so are not redone: within
-     * fp16 rounding like ordinary inputs, not exact); "mma": the tensor-core one
-     * (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
-     * Small x (~1e-3): products near fp16's subnormals, most of all with 5's scaled codes. */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "2", "3", "4", "5", NULL};
+    /* table16 and lanes on the scalar matvec, rows on interleaved weights: its default steps, whose codes scaled by
+     * 2^-4 cannot overflow and so are not redone (within fp16 rounding like ordinary inputs, not exact), and
+     * ECO_CUDA_NF4_ROWS_LEAN=1, the unscaled table, whose overflowed chunks are redone in fp32; "mma": the tensor-core
+     * one (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
+     * Small x (~1e-3): products near fp16's subnormals, most of all with the scaled codes. */
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "1", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
@@ -846,7 +847,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             double small = worst_kernel_error(&q, x);
             print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n",
                           decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), huge, plain, small);
-            bool scaled = steps[d] && !strcmp(steps[d], "5");
+            bool scaled = !strcmp(decoders[d], "rows") && !steps[d];
             assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             assert_true(small < 2e-3);

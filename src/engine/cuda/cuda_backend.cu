@@ -8,6 +8,7 @@
 #include <iterator>
 #include <utility>
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -66,7 +67,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows): 1 lean (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 2-5 experiments
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 5 scaled (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -226,7 +227,7 @@ Design requested_design(void)
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = kNf4RowsLeanDefault;
-    if (lean && !parse_int_in(lean, 0, kNf4RowsLeanMost, &d.nf4_rows_lean)) d.nf4_rows_lean = -1;
+    if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0)) d.nf4_rows_lean = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -262,7 +263,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    int nf4_rows_lean; /* its steps: 1 lean, 0 full, 2-5 experiments (ECO_CUDA_NF4_ROWS_LEAN) */
+    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -344,7 +345,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps, the default), 2, 3, 4 or 5 (experiments)",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps) or 5 (lean scaled-table steps, the "
+                        "default); 2-4 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -975,8 +977,9 @@ eco_err allow_large_shared_memory(void)
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                for (int lean = 0; lean <= kNf4RowsLeanMost; lean++)
-                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, lean), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+                for (const RowsSteps &steps : kNf4RowsSteps)
+                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, steps.lean), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)lanes_smem_bytes(dq)));
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1082,25 +1085,23 @@ template <int Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shap
     return fn;
 }
 
-// The kernel of steps `lean` (0..kNf4RowsLeanMost): one instantiation per variant, so the constant alone bounds the
-// variants the parser takes, the shared-memory loop covers and the kernels built.
-template <size_t... I, int... L>
-MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequence<I...> shapes, std::integer_sequence<int, L...>)
+// The kernel of steps `lean`: one instantiation per entry of kNf4RowsSteps, so that table alone holds the variants
+// the parser takes, the shared-memory loop covers and the kernels built.
+template <size_t... I, size_t... V>
+MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequence<I...> shapes, std::index_sequence<V...>)
 {
     MatvecFn fn = nullptr;
-    ((lean == L ? (void)(fn = pick_rows_in<L>(dq, am, shape, shapes)) : (void)0), ...);
+    ((lean == kNf4RowsSteps[V].lean ? (void)(fn = pick_rows_in<kNf4RowsSteps[V].lean>(dq, am, shape, shapes)) : (void)0), ...);
     return fn;
 }
 
-// lean: 1 the lean steps (the default), 0 the full steps, 2 the lean steps unrolled by two with the narrow decode, 3 the
-// lean steps with the narrow decode, 4 the lean steps with the overflow checked once a row group, 5 the lean steps with
-// the codes scaled so that nothing can overflow (ECO_CUDA_NF4_ROWS_LEAN; 2-5 experiments; kNf4RowsStepNames): the same
-// grid and register cap.
+// lean: 5 the lean steps with the scaled table (the default), 1 the lean steps, 0 the full steps
+// (ECO_CUDA_NF4_ROWS_LEAN, kNf4RowsSteps): the same grid and register cap.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
     return pick_rows_lean(dq, am, shape, lean, std::make_index_sequence<std::size(kNf4RowsShapes)>{},
-                          std::make_integer_sequence<int, kNf4RowsLeanMost + 1>{});
+                          std::make_index_sequence<std::size(kNf4RowsSteps)>{});
 }
 
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
@@ -2189,7 +2190,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, kNf4RowsStepNames[d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean], rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+                 preload, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

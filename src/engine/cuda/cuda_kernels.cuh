@@ -453,7 +453,7 @@ constexpr int kNf4TableBytes = 256 * kNf4TableRowBytes;
 constexpr int kNf4DmapBytes = 256 * sizeof(float); // nf4-dq: the dynamic map, after the table
 constexpr int kNf4LaneWarps = 8;
 
-// The codes scaled by 2^-4 (kNf4ScaledShift; the rows decoder's experiment ECO_CUDA_NF4_ROWS_LEAN=5): |code| <= 1 and
+// The codes scaled by 2^-4 (kNf4ScaledShift; the rows decoder's default steps since session 30): |code| <= 1 and
 // |x| <= 65504, so a fp16 sum of 16 scaled products stays within 65504 and cannot overflow; the caller multiplies
 // its fp32 sums by 16 again (exact). Products below 2^-10 of the unscaled scale become fp16 subnormals.
 constexpr int kNf4ScaledShift = 4;

@@ -230,12 +230,24 @@ struct RowsShape {
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
-// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN): 0 full, 1 lean (the default), 2-5 experiments;
-// their words in the engine design string.
-constexpr int kNf4RowsLeanMost = 5, kNf4RowsLeanDefault = 1;
-constexpr const char *kNf4RowsStepNames[kNf4RowsLeanMost + 1] = {", full steps", ", lean steps", ", lean narrow steps x2",
-                                                                  ", lean narrow steps", ", lean late-check steps",
-                                                                  ", lean scaled-table steps"};
+// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN) and their words in the engine design string:
+// 0 full, 1 lean, 5 lean with the scaled table (the default since session 30). The numbers are the ones the A/B
+// records use (data/h200/README.md); 2-4 were experiments, removed in session 30 (ENGINE.md says what they were).
+struct RowsSteps {
+    int lean;
+    const char *name;
+};
+constexpr int kNf4StepsScaled = 5, kNf4RowsLeanDefault = kNf4StepsScaled;
+constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"}, {1, ", lean steps"}, {kNf4StepsScaled, ", lean scaled-table steps"}};
+
+// The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
+constexpr int nf4_rows_steps_index(int lean)
+{
+    for (int i = 0; i < (int)(sizeof kNf4RowsSteps / sizeof kNf4RowsSteps[0]); i++)
+        if (kNf4RowsSteps[i].lean == lean) return i;
+    return -1;
+}
+
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
@@ -295,100 +307,27 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
     rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
-// One step's products into acc, narrow (ECO_CUDA_NF4_ROWS_LEAN=2 and 3, experiments): words outer and rows inner,
-// so x is read 16 bytes (one weight word's columns) at a time rather than a chunk's 64 bytes at once, and two fp16
-// chains a row rather than four; that frees about 12 registers, which the loop unrolled by two needs (it spilled
-// 32-84 bytes a thread without them). A chunk whose fp16 sum overflowed is redone in fp32 (redo_overflowed).
-template <bool DoubleQuant, int R, int U, int AmEvery>
-__device__ __forceinline__ void rows_decode_narrow(const MatvecParams &p, const RowsStep<DoubleQuant, R, U> &now, const uint4 *x, int c,
-                                                   const unsigned char *table, unsigned lane4, const float *dmap, float (&acc)[R])
-{
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        __half2 h[R][2];
-#pragma unroll
-        for (int r = 0; r < R; r++) h[r][0] = h[r][1] = __float2half2_rn(0.f);
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            uint4 xv = __ldca(x + (size_t)(c + u) * 4 + i); // coherent: x was written by the previous kernel
-            const __half2 *xp = reinterpret_cast<const __half2 *>(&xv);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const unsigned word = reinterpret_cast<const unsigned *>(&now.w[u][r])[i];
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    unsigned bits = nf4_pair(word, k, table, lane4);
-                    h[r][k & 1] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), xp[k], h[r][k & 1]);
-                }
-            }
-        }
-        float part[R];
-        bool finite = true;
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            float2 fv = __half22float2(__hadd2(h[r][0], h[r][1]));
-            part[r] = fv.x + fv.y;
-            finite &= isfinite(part[r]);
-        }
-        if (!finite) {
-            uint4 xh[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-            redo_overflowed<R>(now.w[u], xh, part);
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int ub = u - u % AmEvery;
-            float am = nf4_block_scale<DoubleQuant>(dmap, now.code[ub][r], now.am[ub][r], p.absmax_offset);
-            acc[r] = fmaf(part[r], am, acc[r]);
-        }
-    }
-}
-
-// Lean 4 (experiment): a row whose sum over this warp's part of group g (flat chunks [from, to)) is not finite had a
-// chunk whose fp16 partial overflowed (an overflowed partial stays inf or NaN through the fp32 sum and its scales), so
-// that part is redone in fp32 from memory: one check a group instead of one a chunk, and the chunk's x and weights need
-// not stay live past its products. Also right for x that is itself not finite (the fp32 sum is not finite either).
-template <bool DoubleQuant, int R>
-__device__ __forceinline__ float rows_redo_part(const MatvecParams &p, int g, int from, int to, int r, int lane, const float *dmap)
-{
-    const int C = p.cols / 32, B = C >> p.chunk_shift;
-    const int row = nf4_rows_slot_row(p, rows_map(p.epilogue), R, g, r * kWarp + lane);
-    const uint4 *w = reinterpret_cast<const uint4 *>(p.w), *x = reinterpret_cast<const uint4 *>(p.x);
-    float acc = 0.f;
-    for (int f = from; f < to; f++) {
-        const int c = f - g * C;
-        const size_t at = ((size_t)(f >> p.chunk_shift) * R + r) * kWarp + lane;
-        float am;
-        if constexpr (DoubleQuant)
-            am = nf4_block_scale<true>(dmap, __ldg(p.absmax_q + at),
-                                       __ldg(p.absmax_q_scale + (((row < 0 ? 0 : row) * B + (c >> p.chunk_shift)) >> 8)), p.absmax_offset);
-        else
-            am = __ldg(p.absmax + at);
-        const size_t xc = (size_t)c * 4;
-        acc = fmaf(dot16_nf4_fp32(__ldg(w + ((size_t)f * R + r) * kWarp + lane), __ldca(x + xc), __ldca(x + xc + 1), __ldca(x + xc + 2),
-                                  __ldca(x + xc + 3)),
-                   am, acc);
-    }
-    return acc;
-}
-
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
-// Lean (the default; ECO_CUDA_NF4_ROWS_LEAN=0 keeps the full steps for A/Bs): fewer requests and less bookkeeping a
-// step with the same loads in flight. A step in the absmax block of the step before (every other step at blocksize
-// 64) copies its scales instead of loading them (one L1 request a row less); the first step's preload is a
+// Lean (ECO_CUDA_NF4_ROWS_LEAN=1, and under the scaled steps; 0 keeps the full steps for A/Bs): fewer requests and less
+// bookkeeping a step with the same loads in flight. A step in the absmax block of the step before (every other step at
+// blocksize 64) copies its scales instead of loading them (one L1 request a row less); the first step's preload is a
 // loop-carried flag, and the column count a shift, where the full steps recompute the warp's first chunk and a
 // signed division from the parameters every step (the 64-register cap makes that cheaper than keeping them). Its
 // SASS loop is 184 instructions a step against 196; side by side on an H200 (data/h200/README.md, session 28) the
 // bare linears read 1.4-2.0 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
 // x1.015 / x1.016 faster (on an H100, x1.0071 / x1.0077).
+// Scaled (kNf4StepsScaled, the default since session 30): the lean steps with the table's codes times 2^-4, so no
+// fp16 partial can overflow (fill_nf4_pair_table) and the per-chunk check and its fp32 redo go; a row group's sums
+// are multiplied by 16 again before the deposit. Side by side on an H100 (session 30) whole nf4 tokens were x1.0083 and
+// x1.0089 (Qwen2.5-7B), x1.0140 (Llama-3.1-8B), x1.0080 (Qwen2.5-14B) against the lean steps.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
+    constexpr bool kScaled = Lean == kNf4StepsScaled;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -405,7 +344,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    fill_nf4_pair_table(nf4_smem, DoubleQuant, Lean == 5);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, kScaled);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if (preloaded)
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
@@ -419,90 +358,48 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
-    if constexpr (Lean == 2) {
-        // The loop unrolled by two, the two buffers alternating: no copy of the next step into the current one (10
-        // register moves a step), with the narrow decode's registers (experiment, ECO_CUDA_NF4_ROWS_LEAN=2).
-        int f = f0, gd = g;
-        auto body = [&](RowsStep<DoubleQuant, R, U> &now, RowsStep<DoubleQuant, R, U> &after) {
-            int nc = c + U, ng = g;
-            if (nc == C) { nc = 0; ng++; }
+    for (int f = f0; f < f1; f += U) {
+        int nc = c + U, ng = g;
+        if (nc == C) { nc = 0; ng++; }
+        if constexpr (Lean) {
             if (load_next && f + U < f1)
-                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, after, &now, in_block_before(f + U));
+                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
             load_next = true;
-            rows_decode_narrow<DoubleQuant, R, U, AmEvery>(p, now, x, c, nf4_smem, lane4, dmap, acc);
-            bool end = nc == 0 || f + U >= f1; // the end of a row group, or of this warp's range
-            gd = g;
-            c = nc;
-            g = ng;
-            f += U;
-            return end;
-        };
-        auto deposit = [&] {
-            rows_deposit<R>(p, gd, warp_id, lane, acc);
+        } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
+            rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
+            uint4 xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
+            float part[R];
+            if constexpr (kScaled) {
+#pragma unroll
+                for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
+            } else {
+                dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int ub = u - u % AmEvery;
+                float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[ub][r], cur.am[ub][r], p.absmax_offset);
+                acc[r] = fmaf(part[r], am, acc[r]);
+            }
+        }
+        if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
+            if constexpr (kScaled) {
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
+            }
+            rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = 0.f;
-        };
-        for (;;) {
-            if (body(cur, next)) {
-                deposit();
-                if (f >= f1) return;
-            }
-            if (body(next, cur)) {
-                deposit();
-                if (f >= f1) return;
-            }
         }
-    } else {
-        for (int f = f0; f < f1; f += U) {
-            int nc = c + U, ng = g;
-            if (nc == C) { nc = 0; ng++; }
-            if constexpr (Lean) {
-                if (load_next && f + U < f1)
-                    rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
-                load_next = true;
-            } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
-                rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
-            }
-            if constexpr (Lean == 3) rows_decode_narrow<DoubleQuant, R, U, AmEvery>(p, cur, x, c, nf4_smem, lane4, dmap, acc);
-            else
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
-                uint4 xh[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-                float part[R];
-                if constexpr (Lean == 4 || Lean == 5) { // 5: the scaled table cannot overflow
-#pragma unroll
-                    for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
-                } else {
-                    dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
-                }
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const int ub = u - u % AmEvery;
-                    float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[ub][r], cur.am[ub][r], p.absmax_offset);
-                    acc[r] = fmaf(part[r], am, acc[r]);
-                }
-            }
-            if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
-                if constexpr (Lean == 4) {
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-                        if (!isfinite(acc[r])) acc[r] = rows_redo_part<DoubleQuant, R>(p, g, max(f0, g * C), f + U, r, lane, dmap);
-                }
-                if constexpr (Lean == 5) {
-#pragma unroll
-                    for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
-                }
-                rows_deposit<R>(p, g, warp_id, lane, acc);
-#pragma unroll
-                for (int r = 0; r < R; r++) acc[r] = 0.f;
-            }
-            c = nc;
-            g = ng;
-            cur = next;
-        }
+        c = nc;
+        g = ng;
+        cur = next;
     }
 }
 
