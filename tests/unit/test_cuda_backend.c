@@ -822,6 +822,9 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
     assert_non_null(x);
     uint32_t h = 12345;
     for (uint64_t i = 0; i < rows * cols; i++) w[i] = 0.5f + 0.5f * next_unit(&h); /* one sign, 0.5..1: every partial piles up */
+    float *unit_rows = malloc(sizeof(float) * rows * cols);
+    assert_non_null(unit_rows);
+    for (uint64_t i = 0; i < rows * cols; i++) unit_rows[i] = (i / cols) % 2 ? -1.f : 1.f;
     /* table16 and lanes on the scalar matvec, rows on interleaved weights: its default steps, whose codes scaled by
      * 2^-4 cannot overflow and so are not redone (within fp16 rounding like ordinary inputs, not exact), and
      * ECO_CUDA_NF4_ROWS_LEAN=1, the unscaled table, whose overflowed chunks are redone in fp32; "mma": the tensor-core
@@ -852,12 +855,24 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             assert_true(plain < 2e-3);
             assert_true(small < 2e-3);
             eco_qweight_free(&q);
+            /* At the scaled codes' limit: x the fp16 maximum and every weight of a row +1 or -1 (codes exactly +-1), so
+             * each fp16 partial of the scaled steps is exactly 16 * 65504 / 16 = 65504: one product more a partial,
+             * or a smaller scale, would overflow (and y would not be finite). Every product is exact, so only the fp32
+             * sums' order and nf4-dq's scales round. */
+            assert_int_equal(eco_quantize(precs[k], unit_rows, rows, cols, NULL, &q), ECO_OK);
+            for (uint64_t j = 0; j < cols; j++) x[j] = 65504.f;
+            double limit = worst_kernel_error(&q, x);
+            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x = 65504, w = +-1: worst |dy| / sum|w x| %.2e\n", decoders[d],
+                          steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), limit);
+            assert_true(limit < 1e-5);
+            eco_qweight_free(&q);
         }
     }
     unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_MMA");
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     free(w);
+    free(unit_rows);
     free(x);
 }
 

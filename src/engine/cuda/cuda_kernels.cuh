@@ -455,7 +455,8 @@ constexpr int kNf4LaneWarps = 8;
 
 // The codes scaled by 2^-4 (kNf4ScaledShift; the rows decoder's default steps since session 30): |code| <= 1 and
 // |x| <= 65504, so a fp16 sum of 16 scaled products stays within 65504 and cannot overflow; the caller multiplies
-// its fp32 sums by 16 again (exact). Products below 2^-10 of the unscaled scale become fp16 subnormals.
+// its fp32 sums by 16 again (exact). The cost: a scaled product below 2^-14 is an fp16 subnormal, so products below
+// 2^-10 in unscaled terms lose bits (2^-14 with the unscaled table).
 constexpr int kNf4ScaledShift = 4;
 
 // The table, and for nf4-dq the dynamic map right after it, by every thread of the block; scaled: codes times
