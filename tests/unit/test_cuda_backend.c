@@ -848,8 +848,10 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             double plain = worst_kernel_error(&q, x);
             for (uint64_t j = 0; j < cols; j++) x[j] *= 2.5e-4f;
             double small = worst_kernel_error(&q, x);
-            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n",
-                          decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), huge, plain, small);
+            char label[64];
+            snprintf(label, sizeof label, "ECO_CUDA_NF4=%-7s%s%s %-6s", decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "",
+                     eco_precision_name(precs[k]));
+            print_message("%s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n", label, huge, plain, small);
             bool scaled = !strcmp(decoders[d], "rows") && !steps[d];
             assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
@@ -862,8 +864,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             assert_int_equal(eco_quantize(precs[k], unit_rows, rows, cols, NULL, &q), ECO_OK);
             for (uint64_t j = 0; j < cols; j++) x[j] = 65504.f;
             double limit = worst_kernel_error(&q, x);
-            print_message("ECO_CUDA_NF4=%-7s%s%s %-6s x = 65504, w = +-1: worst |dy| / sum|w x| %.2e\n", decoders[d],
-                          steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "", eco_precision_name(precs[k]), limit);
+            print_message("%s x = 65504, w = +-1: worst |dy| / sum|w x| %.2e\n", label, limit);
             assert_true(limit < 1e-5);
             eco_qweight_free(&q);
         }
