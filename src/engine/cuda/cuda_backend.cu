@@ -346,7 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps, the "
-                        "default), 6 or 7 (fp16 chains or sums over chunk pairs, experiments); 2-4 were experiments, removed",
+                        "default), 6 or 7 (fp16 chains or sums over chunk pairs), 8 or 9 (6 or 5 two steps a loop); 6-9 are experiments, 2-4 "
+                        "were, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;

@@ -237,12 +237,15 @@ struct RowsSteps {
     int lean;
     const char *name;
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsPairChains = 6, kNf4StepsPairTree = 7, kNf4RowsLeanDefault = kNf4StepsScaled;
+constexpr int kNf4StepsScaled = 5, kNf4StepsPairChains = 6, kNf4StepsPairTree = 7, kNf4StepsPairChains2 = 8, kNf4StepsScaled2 = 9;
+constexpr int kNf4RowsLeanDefault = kNf4StepsScaled;
 constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"},
                                        {1, ", lean steps"},
                                        {kNf4StepsScaled, ", lean scaled-table steps"},
                                        {kNf4StepsPairChains, ", lean steps, fp16 chains over chunk pairs"},
-                                       {kNf4StepsPairTree, ", lean steps, fp16 sums over chunk pairs"}};
+                                       {kNf4StepsPairTree, ", lean steps, fp16 sums over chunk pairs"},
+                                       {kNf4StepsPairChains2, ", lean steps, fp16 chains over chunk pairs, two steps a loop"},
+                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop"}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -333,8 +336,11 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr int R = kNf4RowsR;
     // paired: a chunk pair's (64 columns of one absmax block) fp16 sums go on in fp16 (chains: the four pair chains
     // go on; tree: each chunk's tree sum is added), and are converted and scaled once a pair, not once a chunk
-    constexpr bool kChains = Lean == kNf4StepsPairChains, kTree = Lean == kNf4StepsPairTree, kPaired = kChains || kTree;
-    constexpr int kShift = Lean == kNf4StepsScaled ? kNf4ScaledShift : kPaired ? kNf4PairShift : 0;
+    constexpr bool kChains = Lean == kNf4StepsPairChains || Lean == kNf4StepsPairChains2, kTree = Lean == kNf4StepsPairTree;
+    constexpr bool kPaired = kChains || kTree;
+    constexpr int kShift = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2 ? kNf4ScaledShift : kPaired ? kNf4PairShift : 0;
+    // two steps a loop: the step buffers take turns (the loaded step is not copied into the decoded one's registers)
+    constexpr bool kTwoSteps = Lean == kNf4StepsPairChains2 || Lean == kNf4StepsScaled2;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -374,7 +380,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         for (int r = 0; r < R; r++) tree[r] = __float2half2_rn(0.f);
     }
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
-    for (int f = f0; f < f1; f += U) {
+    // step f: decode `cur`, with `next` (the step after it) loading
+    auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f) {
         int nc = c + U, ng = g;
         if (nc == C) { nc = 0; ng++; }
         if constexpr (Lean) {
@@ -441,7 +448,18 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         }
         c = nc;
         g = ng;
-        cur = next;
+    };
+    if constexpr (kTwoSteps) {
+        for (int f = f0; f < f1; f += 2 * U) {
+            step(cur, next, f);
+            if (f + U >= f1) break;
+            step(next, cur, f + U);
+        }
+    } else {
+        for (int f = f0; f < f1; f += U) {
+            step(cur, next, f);
+            cur = next;
+        }
     }
 }
 
