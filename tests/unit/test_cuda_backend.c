@@ -478,16 +478,15 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
-     * steps with the unscaled table, each chunk's fp16 overflow checked); 6-9 (fp16 sums over chunk pairs, two steps
-     * a loop) also at blocks of 32, where a pair is one chunk; 1, 6-9 also on grids whose warps start inside a block
-     * (at odd chunks, where a pair is one chunk too, and ranges of an odd number of steps) */
-    const char *other_steps[] = {"0", "1", "6", "7", "8", "9"};
+     * steps with the unscaled table, each chunk's fp16 overflow checked) and 9 (the scaled steps two a loop, also at
+     * blocks of 32); 1 and 9 also on grids whose warps start inside a block (9: ranges of an odd number of steps) */
+    const char *other_steps[] = {"0", "1", "9"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         const int blocksizes_of_steps[] = {0, 256, 32};
-        for (size_t b = 0; b < (v >= 2 ? 3u : 2u); b++) { /* 6-9: also blocks of 32 */
+        for (size_t b = 0; b < (v >= 2 ? 3u : 2u); b++) { /* 9: also blocks of 32 */
             int bs = blocksizes_of_steps[b];
             g_blocksize = bs;
             print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", other_steps[v], bs ? bs : 64);
@@ -570,7 +569,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
                                 {"ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", "16M"}, {"ECO_CUDA_NF4_MIN_STEPS", "65"},
                                 {"ECO_CUDA_NF4_ROWS_SHAPE", "8,4,3"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "8,2,3x"},
                                 {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,0"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,4,3,16"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "10"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2"}, {"ECO_CUDA_NF4_ROWS_LEAN", "4"},
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "6"}, {"ECO_CUDA_NF4_ROWS_LEAN", "8"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2"}, {"ECO_CUDA_NF4_ROWS_LEAN", "4"},
                                 {"ECO_CUDA_NF4_ROWS_LEAN", "99999999999"}, {"ECO_CUDA_NF4_ROWS_LEAN", "-1"}, {"ECO_CUDA_NF4_ROWS_LEAN", "2 "},
                                 {"ECO_CUDA_NF4_ROWS_LEAN", ""}};
     for (size_t i = 0; i < sizeof bad_nf4 / sizeof bad_nf4[0]; i++) {
@@ -783,10 +782,10 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5-8: 6-9,
-                 * fp16 chains and sums over chunk pairs, two steps a loop) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "6", "7", "8", "9"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "chains", "pairs ", "chain2", "scale2"};
+                 * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5: 9, the
+                 * scaled steps two a loop) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "9"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "two   "};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -834,8 +833,8 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
      * ECO_CUDA_NF4_ROWS_LEAN=1, the unscaled table, whose overflowed chunks are redone in fp32; "mma": the tensor-core
      * one (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
      * Small x (~1e-3): products near fp16's subnormals, most of all with the scaled codes. */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "1", "6", "7", "8", "9", NULL};
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "1", "9", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
@@ -856,14 +855,14 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             snprintf(label, sizeof label, "ECO_CUDA_NF4=%-7s%s%s %-6s", decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "",
                      eco_precision_name(precs[k]));
             print_message("%s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n", label, huge, plain, small);
-            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5-9: no redo */
+            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5 and 9: no redo */
             assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             assert_true(small < 2e-3);
             eco_qweight_free(&q);
             /* At the scaled codes' limit: x the fp16 maximum and every weight of a row +1 or -1 (codes exactly +-1), so
-             * each fp16 partial of the scaled steps is exactly 16 * 65504 / 16 = 65504 (of 6 and 7, over chunk pairs,
-             * 32 * 65504 / 32): one product more a partial, or a smaller scale, would overflow (and y would not be finite). Every product is exact, so only the fp32
+             * each fp16 partial of the scaled steps is exactly 16 * 65504 / 16 = 65504: one product more a partial,
+             * or a smaller scale, would overflow (and y would not be finite). Every product is exact, so only the fp32
              * sums' order and nf4-dq's scales round. */
             assert_int_equal(eco_quantize(precs[k], unit_rows, rows, cols, NULL, &q), ECO_OK);
             for (uint64_t j = 0; j < cols; j++) x[j] = 65504.f;

@@ -237,14 +237,10 @@ struct RowsSteps {
     int lean;
     const char *name;
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsPairChains = 6, kNf4StepsPairTree = 7, kNf4StepsPairChains2 = 8, kNf4StepsScaled2 = 9;
-constexpr int kNf4RowsLeanDefault = kNf4StepsScaled;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled;
 constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"},
                                        {1, ", lean steps"},
                                        {kNf4StepsScaled, ", lean scaled-table steps"},
-                                       {kNf4StepsPairChains, ", lean steps, fp16 chains over chunk pairs"},
-                                       {kNf4StepsPairTree, ", lean steps, fp16 sums over chunk pairs"},
-                                       {kNf4StepsPairChains2, ", lean steps, fp16 chains over chunk pairs, two steps a loop"},
                                        {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop"}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
@@ -334,13 +330,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
-    // paired: a chunk pair's (64 columns of one absmax block) fp16 sums go on in fp16 (chains: the four pair chains
-    // go on; tree: each chunk's tree sum is added), and are converted and scaled once a pair, not once a chunk
-    constexpr bool kChains = Lean == kNf4StepsPairChains || Lean == kNf4StepsPairChains2, kTree = Lean == kNf4StepsPairTree;
-    constexpr bool kPaired = kChains || kTree;
-    constexpr int kShift = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2 ? kNf4ScaledShift : kPaired ? kNf4PairShift : 0;
-    // two steps a loop: the step buffers take turns (the loaded step is not copied into the decoded one's registers)
-    constexpr bool kTwoSteps = Lean == kNf4StepsPairChains2 || Lean == kNf4StepsScaled2;
+    constexpr bool kScaled = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2;
+    // two steps a loop (9): the step buffers take turns, so the loaded step is not copied into the decoded one's registers
+    constexpr bool kTwoSteps = Lean == kNf4StepsScaled2;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -357,7 +349,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, kScaled);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if (preloaded)
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
@@ -370,15 +362,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
-    [[maybe_unused]] __half2 chains[R][4], tree[R];
-    if constexpr (kChains) {
-#pragma unroll
-        for (int r = 0; r < R; r++) pair_chains_zero(chains[r]);
-    }
-    if constexpr (kTree) {
-#pragma unroll
-        for (int r = 0; r < R; r++) tree[r] = __float2half2_rn(0.f);
-    }
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
     // step f: decode `cur`, with `next` (the step after it) loading
     auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f) {
@@ -398,33 +381,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            if constexpr (kPaired) {
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    if constexpr (kChains) {
-                        dot32_nf4_pairs_into(cur.w[u][r], xh, nf4_smem, lane4, chains[r]);
-                    } else {
-                        __half2 ch[4];
-                        pair_chains_zero(ch);
-                        dot32_nf4_pairs_into(cur.w[u][r], xh, nf4_smem, lane4, ch);
-                        tree[r] = __hadd2(tree[r], __hadd2(__hadd2(ch[0], ch[1]), __hadd2(ch[2], ch[3])));
-                    }
-                }
-                // the pair ends at an odd chunk; a block of 32 columns, or this warp's range end, ends it early
-                // (a range may also start at an odd chunk: that chunk is a pair alone)
-                if (!((f + u) & 1) && p.chunk_shift != 0 && f + u + 1 < f1) continue;
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    if constexpr (kChains) {
-                        part[r] = pair_chains_sum(chains[r]);
-                        pair_chains_zero(chains[r]);
-                    } else {
-                        float2 t = __half22float2(tree[r]);
-                        part[r] = t.x + t.y;
-                        tree[r] = __float2half2_rn(0.f);
-                    }
-                }
-            } else if constexpr (kShift) {
+            if constexpr (kScaled) {
 #pragma unroll
                 for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
             } else {
@@ -438,9 +395,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             }
         }
         if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
-            if constexpr (kShift) {
+            if constexpr (kScaled) {
 #pragma unroll
-                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kShift);
+                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
             }
             rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
