@@ -537,19 +537,19 @@ __device__ __forceinline__ void redo_overflowed(const uint4 (&w)[R], const uint4
         if (!isfinite(part[r])) part[r] = dot16_nf4_fp32(w[r], xh[0], xh[1], xh[2], xh[3]);
 }
 
-// The partial sums of R rows' 32-weight chunks w[r] against xh, each chunk whose fp16 sum overflowed redone
-// in fp32 (one check for the R rows).
-template <int R>
-__device__ __forceinline__ void dot32_nf4_rows_checked(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
-                                                       float (&part)[R])
+// The partial sums of R rows' 32-weight chunks w[r] against xh. Checked: each chunk whose fp16 sum overflowed is
+// redone in fp32 (one check for the R rows); unchecked for a table whose codes cannot overflow (kNf4ScaledShift).
+template <int R, bool Checked = true>
+__device__ __forceinline__ void dot32_nf4_rows(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
+                                               float (&part)[R])
 {
     bool finite = true;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
-        finite &= isfinite(part[r]);
+        if constexpr (Checked) finite &= isfinite(part[r]);
     }
-    if (!finite) redo_overflowed<R>(w, xh, part);
+    if (Checked && !finite) redo_overflowed<R>(w, xh, part);
 }
 
 // A work item of this decoder is R rows: one unit of R rows, or for a paired epilogue (SwiGLU, RoPE) R/2
@@ -667,7 +667,7 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(reinterpret_cast<const uint4 *>(p.x + (size_t)c * E) + i);
             float part[R];
-            dot32_nf4_rows_checked<R>(cur.w[0], xh, nf4_smem, lane4, part);
+            dot32_nf4_rows<R>(cur.w[0], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float am = nf4_block_scale<DoubleQuant>(dmap, cur.code[0][r], cur.am[0][r], p.absmax_offset);

@@ -23,6 +23,8 @@
 // instead adds each warp's part to y atomically: nothing to wait for at the end of the kernel.
 #pragma once
 
+#include <iterator>
+
 #include "cuda_kernels.cuh"
 
 namespace eco_cuda {
@@ -246,7 +248,7 @@ constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"},
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
 {
-    for (int i = 0; i < (int)(sizeof kNf4RowsSteps / sizeof kNf4RowsSteps[0]); i++)
+    for (int i = 0; i < (int)std::size(kNf4RowsSteps); i++)
         if (kNf4RowsSteps[i].lean == lean) return i;
     return -1;
 }
@@ -381,12 +383,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            if constexpr (kScaled) {
-#pragma unroll
-                for (int r = 0; r < R; r++) part[r] = dot32_nf4_pairs(cur.w[u][r], xh, nf4_smem, lane4);
-            } else {
-                dot32_nf4_rows_checked<R>(cur.w[u], xh, nf4_smem, lane4, part);
-            }
+            dot32_nf4_rows<R, !kScaled>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const int ub = u - u % AmEvery;
