@@ -438,7 +438,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     g_blocksize = 0;
-    /* the default steps (lean, with the scaled table): a step in the absmax block of the one before copies its scales
+    /* the default steps (lean, with the scaled table, two a loop): a step in the absmax block of the one before copies its scales
      * (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start inside a block; nf4
      * and nf4-dq */
     const int lean_blocksizes[] = {0, 32, 256};
@@ -478,15 +478,15 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     unsetenv("ECO_CUDA_NF4_MIN_STEPS");
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
-     * steps with the unscaled table, each chunk's fp16 overflow checked) and 9 (the scaled steps two a loop, also at
-     * blocks of 32); 1 and 9 also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "1", "9"};
+     * steps with the unscaled table, each chunk's fp16 overflow checked) and 5 (the scaled steps one a loop, also at
+     * blocks of 32); 1 and 5 also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "1", "5"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", other_steps[v], 1);
         const int blocksizes_of_steps[] = {0, 256, 32};
-        for (size_t b = 0; b < (strcmp(other_steps[v], "9") ? 2u : 3u); b++) { /* 9: also blocks of 32 */
+        for (size_t b = 0; b < (strcmp(other_steps[v], "5") ? 2u : 3u); b++) { /* 5: also blocks of 32 */
             int bs = blocksizes_of_steps[b];
             g_blocksize = bs;
             print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_ROWS_LEAN=%s ECO_CUDA_NF4_MIN_STEPS=8, nf4 blocks of %d\n", other_steps[v], bs ? bs : 64);
@@ -609,7 +609,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "5"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "9"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -782,10 +782,10 @@ static void test_kernels_match_cpu_matvec(void **state)
                 /* nf4: a row per lane and the tensor-core decoder multiply fp16-rounded codes (relative error
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
-                 * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5: 9, the
-                 * scaled steps two a loop) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "9"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "two   "};
+                 * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5: 5, the
+                 * scaled steps one a loop) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "5"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "scaled"};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -834,7 +834,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
      * one (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
      * Small x (~1e-3): products near fp16's subnormals, most of all with the scaled codes. */
     const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "1", "9", NULL};
+    const char *steps[] = {NULL, NULL, NULL, "1", "5", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");

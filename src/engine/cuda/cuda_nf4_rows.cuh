@@ -233,13 +233,14 @@ struct RowsShape {
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN) and their words in the engine design string:
-// 0 full, 1 lean, 5 lean with the scaled table (the default since session 30). The numbers are the ones the A/B
+// 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop (the default since
+// session 31). The numbers are the ones the A/B
 // records use (data/h200/README.md); 2-4 were experiments, removed in session 30 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
 constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"},
                                        {1, ", lean steps"},
                                        {kNf4StepsScaled, ", lean scaled-table steps"},
@@ -323,17 +324,22 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // SASS loop is 184 instructions a step against 196; side by side on an H200 (data/h200/README.md, session 28) the
 // bare linears read 1.4-2.0 points more of the bandwidth and whole Qwen2.5-7B / Llama-3.1-8B nf4 tokens were
 // x1.015 / x1.016 faster (on an H100, x1.0071 / x1.0077).
-// Scaled (kNf4StepsScaled, the default since session 30): the lean steps with the table's codes times 2^-4, so no
+// Scaled (kNf4StepsScaled, the default in session 30): the lean steps with the table's codes times 2^-4, so no
 // fp16 partial can overflow (fill_nf4_pair_table) and the per-chunk check and its fp32 redo go; a row group's sums
-// are multiplied by 16 again before the deposit. Side by side on an H100 (session 30) whole nf4 tokens were x1.0083 and
-// x1.0089 (Qwen2.5-7B), x1.0140 (Llama-3.1-8B), x1.0080 (Qwen2.5-14B) against the lean steps.
+// are multiplied by 16 again before the deposit. Side by side against the lean steps, whole nf4 tokens were x1.0188
+// (Qwen2.5-7B) on an H200 (session 31), x1.008-1.016 on H100s (sessions 30-31).
+// Two steps a loop (kNf4StepsScaled2, the default since session 31): the scaled steps with the two step buffers taking
+// turns, so the loaded step is never copied into the decoded one's registers (at the 64-register cap of the full steps
+// this spilled, session 15; the scaled steps leave room). Side by side against the scaled steps on an H200 (session 31)
+// whole nf4 tokens were x1.0145 (Qwen2.5-7B), x1.0179 (Llama-3.1-8B), x1.0328 (Qwen2.5-14B); on an H100 x1.0006 and
+// x1.0036, a tie: the decode is issue-bound only at the H200's bandwidth.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
     constexpr bool kScaled = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2;
-    // two steps a loop (9): the step buffers take turns, so the loaded step is not copied into the decoded one's registers
+    // two steps a loop (9, the default): the step buffers take turns, so the loaded step is not copied into the decoded one's registers
     constexpr bool kTwoSteps = Lean == kNf4StepsScaled2;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
