@@ -438,9 +438,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     g_blocksize = 0;
-    /* the default steps (lean, with the scaled table, two a loop): a step in the absmax block of the one before copies its scales
-     * (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start inside a block; nf4
-     * and nf4-dq */
+    /* the default steps (lean, with the scaled table, two a loop): a step in the absmax block of the one before
+     * copies its scales (blocksize 64: every other step, 256: seven of eight, 32: none), on grids whose warps start
+     * inside a block; nf4 and nf4-dq */
     const int lean_blocksizes[] = {0, 32, 256};
     const char *lean_blocks[] = {NULL, "7", "200"};
     for (size_t i = 0; i < 3; i++) {

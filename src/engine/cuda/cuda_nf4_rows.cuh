@@ -234,8 +234,8 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN) and their words in the engine design string:
 // 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop (the default since
-// session 31). The numbers are the ones the A/B
-// records use (data/h200/README.md); 2-4 were experiments, removed in session 30 (ENGINE.md says what they were).
+// session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4 and 6-8 were experiments,
+// removed in sessions 30 and 31 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
     constexpr bool kScaled = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2;
-    // two steps a loop (9, the default): the step buffers take turns, so the loaded step is not copied into the decoded one's registers
+    // two steps a loop (9, the default): the step buffers take turns instead of `cur = next`
     constexpr bool kTwoSteps = Lean == kNf4StepsScaled2;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
