@@ -345,8 +345,9 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
-                        "(those two steps a loop, the default); 2-4 and 6-8 were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
+                        "(those two steps a loop, the default), 10 or 11 (9 asking L2 or L1 for the step after next); 2-4 and "
+                        "6-8 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;

@@ -232,19 +232,27 @@ struct RowsShape {
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
-// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN) and their words in the engine design string:
-// 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop (the default since
-// session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4 and 6-8 were experiments,
-// removed in sessions 30 and 31 (ENGINE.md says what they were).
+// The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
+// each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
+// (the default since session 31), 10 and 11 (experiments, session 32) those asking L2 (10) or L1 (11) for the step
+// after next as well. The numbers are the ones the A/B records use (data/h200/README.md); 2-4 and 6-8 were
+// experiments, removed in sessions 30 and 31 (ENGINE.md says what they were).
+enum RowsAhead { kAheadNone, kAheadL2, kAheadL1 };
 struct RowsSteps {
     int lean;
     const char *name;
+    bool scaled;    // the table's codes times 2^-kNf4ScaledShift: no fp16 overflow check
+    bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
+    RowsAhead ahead; // the step after next asked of a cache (a prefetch: no registers) as the next one loads
 };
 constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
-constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps"},
-                                       {1, ", lean steps"},
-                                       {kNf4StepsScaled, ", lean scaled-table steps"},
-                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop"}};
+constexpr RowsSteps kNf4RowsSteps[] = {
+    {0, ", full steps", false, false, kAheadNone},
+    {1, ", lean steps", false, false, kAheadNone},
+    {kNf4StepsScaled, ", lean scaled-table steps", true, false, kAheadNone},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true, kAheadNone},
+    {10, ", lean scaled-table steps, two steps a loop, L2 asked ahead", true, true, kAheadL2},
+    {11, ", lean scaled-table steps, two steps a loop, L1 asked ahead", true, true, kAheadL1}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -253,6 +261,12 @@ constexpr int nf4_rows_steps_index(int lean)
         if (kNf4RowsSteps[i].lean == lean) return i;
     return -1;
 }
+
+// The entry's properties as scalars, which device code may read (the table itself lives on the host).
+template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
+template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
+template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
+template <int Lean> constexpr RowsAhead kRowsAhead = kNf4RowsSteps[kRowsStepsAt<Lean>].ahead;
 
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
@@ -313,6 +327,33 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
     rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
+// Step f's weights and (scales: it starts an absmax block) its scales asked of L2 or L1 without a register, a step
+// before rows_step_load takes them: each warp then has two steps' requests in flight, not one (Lean 10 and 11).
+template <bool DoubleQuant, int R, int U, int AmEvery, RowsAhead Ahead>
+__device__ __forceinline__ void rows_step_prefetch(const MatvecParams &p, int f, int lane, bool scales)
+{
+    auto ask = [](const void *a) {
+        if constexpr (Ahead == kAheadL1) asm volatile("prefetch.global.L1 [%0];" ::"l"(a));
+        else asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+    };
+    const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int r = 0; r < R; r++) ask(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+    if (!scales) return;
+#pragma unroll
+    for (int u = 0; u < U; u += AmEvery) {
+        int b = (f + u) >> p.chunk_shift;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            size_t at = ((size_t)b * R + r) * kWarp + lane;
+            if constexpr (DoubleQuant) ask(p.absmax_q + at);
+            else ask(p.absmax + at);
+        }
+    }
+}
+
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
 // steps); p.partials / p.slots / p.arrivals: the deposits of split groups; dynamic
 // shared memory: the pair table and (nf4-dq) the dynamic map, as the lane decoder's.
@@ -338,9 +379,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
-    constexpr bool kScaled = Lean == kNf4StepsScaled || Lean == kNf4StepsScaled2;
-    // two steps a loop (9, the default): the step buffers take turns instead of `cur = next`
-    constexpr bool kTwoSteps = Lean == kNf4StepsScaled2;
+    static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
+    constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>;
+    constexpr RowsAhead kAhead = kRowsAhead<Lean>;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -379,6 +420,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             if (load_next && f + U < f1)
                 rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
             load_next = true;
+            if constexpr (kAhead != kAheadNone) {
+                if (f + 2 * U < f1) rows_step_prefetch<DoubleQuant, R, U, AmEvery, kAhead>(p, f + 2 * U, lane, !in_block_before(f + 2 * U));
+            }
         } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
             rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
         }
