@@ -1101,7 +1101,8 @@ MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequenc
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     // paired steps where they hold (nf4_rows_paired), else the same steps two a loop
-    if (kNf4RowsSteps[nf4_rows_steps_index(lean)].paired && !nf4_rows_paired(lean, kNf4RowsShapes[shape].u, blocksize))
+    int at = nf4_rows_steps_index(lean);
+    if (at >= 0 && kNf4RowsSteps[at].paired && !nf4_rows_paired(lean, kNf4RowsShapes[shape].u, blocksize))
         lean = kNf4StepsScaled2;
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
     return pick_rows_lean(dq, am, shape, lean, std::make_index_sequence<std::size(kNf4RowsShapes)>{},
