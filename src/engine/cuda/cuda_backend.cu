@@ -345,9 +345,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop, the default) or 12 (9 in pairs within an absmax block); 2-4, 6-8, 10 and 11 "
-                        "were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
+                        "(those two steps a loop, the default); 2-4, 6-8 and 10-12 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1100,10 +1099,6 @@ MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequenc
 // (ECO_CUDA_NF4_ROWS_LEAN, kNf4RowsSteps): the same grid and register cap.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
-    // paired steps where they hold (nf4_rows_paired), else the same steps two a loop
-    int at = nf4_rows_steps_index(lean);
-    if (at >= 0 && kNf4RowsSteps[at].paired && !nf4_rows_paired(lean, kNf4RowsShapes[shape].u, blocksize))
-        lean = kNf4StepsScaled2;
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
     return pick_rows_lean(dq, am, shape, lean, std::make_index_sequence<std::size(kNf4RowsShapes)>{},
                           std::make_index_sequence<std::size(kNf4RowsSteps)>{});
@@ -1140,9 +1135,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
-    // paired steps (nf4_rows_paired) take whole pairs
-    int unit = rs.u * (nf4_rows_paired(s->nf4_rows_lean, rs.u, d.blocksize) ? 2 : 1);
-    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, unit);
+    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
     d.rows_chunks_per_warp = (int)sh.per;
     d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = sh.slots;

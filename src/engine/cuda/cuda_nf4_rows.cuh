@@ -234,23 +234,19 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default since session 31), 12 (an experiment, session 32) those in pairs within an absmax block. The numbers are
-// the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10 and 11 were experiments, removed in sessions 30-32
-// (ENGINE.md says what they were).
+// (the default since session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and
+// 10-12 were experiments, removed in sessions 30-32 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     bool scaled;    // the table's codes times 2^-kNf4ScaledShift: no fp16 overflow check
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
-    bool paired;    // the two steps of a loop lie in one row group and absmax block (steps of one chunk, blocks of 64
-                    // and more, even shares: nf4_rows_paired), so the first loads its successor with no checks
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPaired = 12, kNf4RowsLeanDefault = kNf4StepsScaled2;
-constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false, false},
-                                       {1, ", lean steps", false, false, false},
-                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false, false},
-                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true, false},
-                                       {kNf4StepsPaired, ", lean scaled-table steps, two a loop in one block", true, true, true}};
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
+constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false},
+                                       {1, ", lean steps", false, false},
+                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false},
+                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -264,16 +260,6 @@ constexpr int nf4_rows_steps_index(int lean)
 template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
-template <int Lean> constexpr bool kRowsPaired = kNf4RowsSteps[kRowsStepsAt<Lean>].paired;
-
-// Whether paired steps (kRowsPaired) hold for a linear: steps of one chunk and absmax blocks of two chunks or more, so
-// the step after an even one is in its block (columns come in multiples of 128, so also in its row group). The
-// shares are then whole pairs (nf4_rows_share's unit 2); otherwise the variant runs as two steps a loop.
-constexpr bool nf4_rows_paired(int lean, int u, int blocksize)
-{
-    int i = nf4_rows_steps_index(lean);
-    return i >= 0 && kNf4RowsSteps[i].paired && u == 1 && blocksize >= 64;
-}
 
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
@@ -361,9 +347,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr int R = kNf4RowsR;
     static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
     constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>;
-    // paired (12): only with steps of one chunk that may share scales; the host gives it blocks of 64 and more and
-    // even shares, and runs 9 otherwise (nf4_rows_paired)
-    constexpr bool kPaired = kRowsPaired<Lean> && U == 1 && AmEvery == U;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -394,8 +377,17 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
-    // the step at chunk c of group g: its products added to acc
-    auto decode = [&](const RowsStep<DoubleQuant, R, U> &cur) {
+    // step f: decode `cur`, with `next` (the step after it) loading
+    auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f) {
+        int nc = c + U, ng = g;
+        if (nc == C) { nc = 0; ng++; }
+        if constexpr (Lean) {
+            if (load_next && f + U < f1)
+                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
+            load_next = true;
+        } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
+            rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
+        }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
@@ -411,11 +403,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 acc[r] = fmaf(part[r], am, acc[r]);
             }
         }
-    };
-    // after a step: the next one is at flat chunk f_next, chunk nc of group ng; the sums are handed over at the end of a
-    // row group (nc == 0) or of this warp's range
-    auto end_step = [&](int f_next, int nc, int ng) {
-        if (nc == 0 || f_next >= f1) {
+        if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
             if constexpr (kScaled) {
 #pragma unroll
                 for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
@@ -427,38 +415,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
     };
-    // step f: decode `cur`, with `next` (the step after it) loading
-    [[maybe_unused]] auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f) {
-        int nc = c + U, ng = g;
-        if (nc == C) { nc = 0; ng++; }
-        if constexpr (Lean) {
-            if (load_next && f + U < f1)
-                rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f + U, lane, g, c, C, rowB, next, &cur, in_block_before(f + U));
-            load_next = true;
-        } else if ((f != f0 || !preloaded) && f + U < f1) { // with preloaded, the first step's successor is under way
-            rows_load_after<DoubleQuant, R, U, AmEvery>(p, f + U, lane, g, c, C, rowB, next);
-        }
-        decode(cur);
-        end_step(f + U, nc, ng);
-    };
-    if constexpr (kPaired) {
-        // f0 and the share are even and an absmax block holds two chunks or more, so the odd step of a pair is in the
-        // even one's row group and block: it is loaded with no range or block check (its scales copied) and ends no
-        // group; only the odd step loads under checks and may hand the sums over
-        if (!preloaded) rows_step_load<DoubleQuant, R, U, AmEvery, true>(p, f0 + 1, lane, rowB, c + 1, next, &cur, true);
-        for (int f = f0;; f += 2) {
-            decode(cur); // f: chunk c, even
-            c++;
-            if (f + 2 < f1)
-                rows_load_after<DoubleQuant, R, U, AmEvery, true>(p, f + 2, lane, g, c, C, rowB, cur, &next, in_block_before(f + 2));
-            decode(next); // f + 1
-            int nc = c + 1, ng = g;
-            if (nc == C) { nc = 0; ng++; }
-            end_step(f + 2, nc, ng);
-            if (f + 2 >= f1) break;
-            rows_step_load<DoubleQuant, R, U, AmEvery, true>(p, f + 3, lane, rowB, c + 1, next, &cur, true);
-        }
-    } else if constexpr (kTwoSteps) {
+    if constexpr (kTwoSteps) {
         for (int f = f0; f < f1; f += 2 * U) {
             step(cur, next, f);
             if (f + U >= f1) break;
