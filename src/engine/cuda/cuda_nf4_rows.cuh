@@ -256,7 +256,8 @@ constexpr int nf4_rows_steps_index(int lean)
     return -1;
 }
 
-// The entry's properties as scalars, which device code may read (the table itself lives on the host).
+// The entry's properties as scalar constants for device code: nvcc refuses the table there when it is indexed through
+// the host function nf4_rows_steps_index.
 template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
