@@ -5,7 +5,6 @@
 // cost of a kernel design.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -346,8 +345,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop, the default) or 13 (those with residual parts summed per block); 2-4, 6-8 and 10-12 were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
+                        "(those two steps a loop, the default); 2-4, 6-8 and 10-13 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -839,41 +838,32 @@ eco_err nf4_size_rule_env(int *lanes_m, int *residual_m)
     return e ? e : env_int("ECO_CUDA_NF4_ROWS_MIN_RESIDUAL", 0, 1 << 20, (int)(kNf4RowsMinResidual >> 20), "2^20 weights", residual_m);
 }
 
-// A shape "W,U,B,R" of kNf4RowsShapes (index in *out); false if it names none.
-bool rows_shape_parse(int w, int u, int b, int r, int *out)
+// A shape "W,U,B" of kNf4RowsShapes (index in *out); false if it names none.
+bool rows_shape_parse(int w, int u, int b, int *out)
 {
     for (int i = 0; i < (int)std::size(kNf4RowsShapes); i++)
-        if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b && kNf4RowsShapes[i].r == r) {
+        if (kNf4RowsShapes[i].warps == w && kNf4RowsShapes[i].u == u && kNf4RowsShapes[i].per_sm == b) {
             *out = i;
             return true;
         }
     return false;
 }
 
-// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B[,R]" names another; and
-// for A/Bs a second shape for its small linears, ECO_CUDA_NF4_ROWS_SMALL="W,U,B[,R],M" (those of at most M * 2^20
-// weights: o at 7B, down at 1.5B lost a little on the 16-warp default, data/h200/README.md session 13). R, rows a
-// lane, is kNf4RowsR unless named; a shape of four rows a lane interleaves its linears in that order.
+// The row-per-lane decoder's shape: kNf4RowsShapes[0] unless ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" names another; and
+// for A/Bs a second shape for its small linears, ECO_CUDA_NF4_ROWS_SMALL="W,U,B,M" (those of at most M * 2^20
+// weights: o at 7B, down at 1.5B lost a little on the 16-warp default, data/h200/README.md session 13).
 eco_err rows_shape_env(int *shape, int *small_shape, long *small_max)
 {
     *shape = *small_shape = 0;
     *small_max = 0;
     const char *v = getenv("ECO_CUDA_NF4_ROWS_SHAPE"), *sm = getenv("ECO_CUDA_NF4_ROWS_SMALL");
-    int w, u, b, r = kNf4RowsR, m = 0;
+    int w, u, b, m;
     char end;
-    // "W,U,B" keeps kNf4RowsR rows a lane; "W,U,B,R" names them. A value has as many numbers as commas + 1, and
-    // nothing after the last (the %c that would read it must find nothing).
-    auto numbers = [](const char *s) { return s ? (int)std::count(s, s + strlen(s), ',') + 1 : 0; };
-    int n = numbers(v);
-    bool ok = n == 3 ? sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3 : n == 4 && sscanf(v, "%d,%d,%d,%d%c", &w, &u, &b, &r, &end) == 4;
-    if (v && !(ok && rows_shape_parse(w, u, b, r, shape)))
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" or \"W,U,B,R\" (warps a block, chunks a step, blocks an SM, rows a lane): 16,1,2, 8,4,2, 8,2,3, 8,1,2,4 or 8,1,3,4", v);
+    if (v && !(sscanf(v, "%d,%d,%d%c", &w, &u, &b, &end) == 3 && rows_shape_parse(w, u, b, shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SHAPE=\"%s\": want \"W,U,B\" (warps a block, chunks a step, blocks an SM): 16,1,2, 8,4,2 or 8,2,3 (four rows a lane, 8,1,2,4 and 8,1,3,4, were experiments, removed)", v);
     *small_shape = *shape;
-    n = numbers(sm);
-    r = kNf4RowsR;
-    ok = n == 4 ? sscanf(sm, "%d,%d,%d,%d%c", &w, &u, &b, &m, &end) == 4 : n == 5 && sscanf(sm, "%d,%d,%d,%d,%d%c", &w, &u, &b, &r, &m, &end) == 5;
-    if (sm && !(ok && m >= 1 && m <= 4096 && rows_shape_parse(w, u, b, r, small_shape)))
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SMALL=\"%s\": want \"W,U,B,M\" or \"W,U,B,R,M\": a shape of ECO_CUDA_NF4_ROWS_SHAPE for linears of at most M (1..4096) x 2^20 weights", sm);
+    if (sm && !(sscanf(sm, "%d,%d,%d,%d%c", &w, &u, &b, &m, &end) == 4 && m >= 1 && m <= 4096 && rows_shape_parse(w, u, b, small_shape)))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_SMALL=\"%s\": want \"W,U,B,M\": a shape of ECO_CUDA_NF4_ROWS_SHAPE for linears of at most M (1..4096) x 2^20 weights", sm);
     if (sm) *small_max = (long)m << 20;
     return ECO_OK;
 }
@@ -1077,13 +1067,13 @@ eco_err tile_linear(State *s, Linear &l, int map)
 int rows_am_every(int blocksize, int u) { return blocksize / 32 < u ? blocksize / 32 : u; }
 
 // am: chunks a step that share one absmax (rows_am_every, at most U).
-template <int Warps, int U, int PerSm, int R, int Lean> MatvecFn pick_rows_am(bool dq, int am)
+template <int Warps, int U, int PerSm, int Lean> MatvecFn pick_rows_am(bool dq, int am)
 {
     constexpr int A4 = U >= 4 ? 4 : U, A2 = U >= 2 ? 2 : U;
-    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Lean, R>
-                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm, Lean, R> : matvec_nf4_rows<true, 1, Warps, U, PerSm, Lean, R>;
-    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm, Lean, R>
-           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm, Lean, R> : matvec_nf4_rows<false, 1, Warps, U, PerSm, Lean, R>;
+    if (dq) return am >= 4 ? matvec_nf4_rows<true, A4, Warps, U, PerSm, Lean>
+                   : am >= 2 ? matvec_nf4_rows<true, A2, Warps, U, PerSm, Lean> : matvec_nf4_rows<true, 1, Warps, U, PerSm, Lean>;
+    return am >= 4 ? matvec_nf4_rows<false, A4, Warps, U, PerSm, Lean>
+           : am >= 2 ? matvec_nf4_rows<false, A2, Warps, U, PerSm, Lean> : matvec_nf4_rows<false, 1, Warps, U, PerSm, Lean>;
 }
 
 // The kernel for kNf4RowsShapes[shape], whose steps share 1, 2 or 4 absmax: one instantiation per entry of the
@@ -1091,7 +1081,7 @@ template <int Warps, int U, int PerSm, int R, int Lean> MatvecFn pick_rows_am(bo
 template <int Lean, size_t... I> MatvecFn pick_rows_in(bool dq, int am, int shape, std::index_sequence<I...>)
 {
     MatvecFn fn = nullptr;
-    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm, kNf4RowsShapes[I].r, Lean>(dq, am)) : (void)0), ...);
+    ((shape == (int)I ? (void)(fn = pick_rows_am<kNf4RowsShapes[I].warps, kNf4RowsShapes[I].u, kNf4RowsShapes[I].per_sm, Lean>(dq, am)) : (void)0), ...);
     return fn;
 }
 
@@ -1128,12 +1118,6 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStr
     return ECO_OK;
 }
 
-// The row-per-lane decoder's shape for a linear of rows x cols: ECO_CUDA_NF4_ROWS_SMALL's for the small ones.
-int rows_shape_for(const State *s, long rows, long cols)
-{
-    return s->rows_small_max && rows * cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
-}
-
 // Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
 // (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL): every warp the GPU holds at once (or
 // ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share of the flat chunk order, whole steps; rows_slots is the
@@ -1144,9 +1128,10 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     d.nf4_rows = true;
     d.tile_map = map;
     MatvecParams p = mapping_params(s, d, map);
+    d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    long groups = nf4_rows_groups(p, map, rs.r);
+    long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
@@ -1154,7 +1139,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     d.rows_chunks_per_warp = (int)sh.per;
     d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = sh.slots;
-    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * rs.r * kWarp : 1;
+    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
     eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
@@ -1231,12 +1216,11 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
     DeviceLinear &d = l.d;
     if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
     MatvecParams p = mapping_params(s, d, map);
-    d.rows_shape = rows_shape_for(s, d.rows, d.cols);
-    const int R = kNf4RowsShapes[d.rows_shape].r, groups = nf4_rows_groups(p, map, R);
-    size_t slots = (size_t)kWarp * R, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
+    int groups = nf4_rows_groups(p, map, kNf4RowsR);
+    size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
     size_t blocks = (size_t)groups * (d.cols / d.blocksize) * slots;
     eco_err e = relayout_nf4(s, l, wbytes, blocks, "interleaving an nf4 linear", [&](uint8_t *w, float *am, uint8_t *codes) {
-        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, R,
+        interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
                                                          groups, d.blocksize);
     });
     return e ? e : nf4_rows_plan(s, d, map);
@@ -1951,10 +1935,7 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
     // nf4 a row per lane: random bytes taken as already interleaved, rows padded to whole row groups
     bool nf4_rows = s.nf4_rows && (precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && !mma_format_ok(&s, precision, cols) &&
                     cols % (32 * kNf4RowsU) == 0 && (s.nf4_rows_any_size || nf4_rows_by_default(&s, rows, cols, splits > 1));
-    if (nf4_rows) {
-        const long group = (long)kWarp * kNf4RowsShapes[rows_shape_for(&s, rows, cols)].r;
-        shape_q.rows = (uint64_t)((rows + group - 1) / group * group);
-    }
+    if (nf4_rows) shape_q.rows = (uint64_t)((rows + kWarp * kNf4RowsR - 1) / (kWarp * kNf4RowsR) * (kWarp * kNf4RowsR));
     size_t wbytes = qweight_data_bytes(&shape_q), blocks = (size_t)shape_q.rows * cols / 64;
     size_t scale_bytes = precision == ECO_PREC_NF4 ? blocks * 4
                        : precision == ECO_PREC_NF4_DQ ? blocks + (blocks / 256 + 1) * 4
@@ -1980,7 +1961,6 @@ eco_err eco_cuda_matvec_bench(int precision, int rows, int cols, int rows_per_wa
             d.tiled = true;
             d.tile_map = EP_STORE;
         }
-        if (nf4_rows) d.rows_shape = rows_shape_for(&s, rows, cols);
         if (nf4_rows && (err = nf4_rows_plan(&s, d, EP_STORE))) break;
         uint8_t *w;
         if ((err = dalloc(&s, &w, bytes))) break;
@@ -2113,23 +2093,12 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
     return e;
 }
 
-static eco_err nf4_rows_layout_check_r(int R, int rows, int cols, int pairing, int head_dim, long warps, int min_steps);
-
-// Every rows-a-lane count of kNf4RowsShapes.
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
-{
-    eco_err e = nf4_rows_layout_check_r(kNf4RowsR, rows, cols, pairing, head_dim, warps, min_steps);
-    for (const RowsShape &rs : kNf4RowsShapes)
-        if (!e && rs.r != kNf4RowsR) e = nf4_rows_layout_check_r(rs.r, rows, cols, pairing, head_dim, warps, min_steps);
-    return e;
-}
-
-static eco_err nf4_rows_layout_check_r(int R, int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
 {
     if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || pairing < 0 || pairing > 2 || (pairing && rows % 2) ||
         (pairing == 2 && (head_dim < 2 || head_dim % 2 || rows % head_dim)) || warps < 1 || min_steps < 1)
         return eco_fail(ECO_EINVAL, "nf4 rows layout check: bad shape");
-    const int per_group = kWarp * R, map = pairing == 1 ? EP_SWIGLU : pairing == 2 ? EP_ROPE_KV : EP_STORE;
+    const int R = kNf4RowsR, per_group = kWarp * R, map = pairing == 1 ? EP_SWIGLU : pairing == 2 ? EP_ROPE_KV : EP_STORE;
     MatvecParams p;
     memset(&p, 0, sizeof p);
     p.rows = rows;
@@ -2197,7 +2166,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table";
+    char nf4[384] = "fp32 table";
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
@@ -2216,14 +2185,12 @@ void eco_cuda_design(char *buf, size_t cap)
         long smax;
         if (rows_shape_env(&si, &ssi, &smax)) si = ssi = 0, smax = 0;
         const RowsShape &rs = kNf4RowsShapes[si], &ss = kNf4RowsShapes[ssi];
-        char small[80] = "", wide[24] = "", small_wide[24] = "";
-        if (rs.r != kNf4RowsR) snprintf(wide, sizeof wide, " x %d rows a lane", rs.r);
-        if (ss.r != kNf4RowsR) snprintf(small_wide, sizeof small_wide, " x %d rows a lane", ss.r);
-        if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d%s", smax >> 20, ss.warps, ss.u, ss.per_sm, small_wide);
+        char small[64] = "";
+        if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s%s) %s, else %.100s",
-                 preload, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, wide, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

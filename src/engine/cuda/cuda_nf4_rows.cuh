@@ -29,7 +29,7 @@
 
 namespace eco_cuda {
 
-constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both
+constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both (four lost on H100s in session 33, ENGINE.md)
 constexpr int kNf4RowsU = 4; // the most chunks per row and step of any shape (RowsShape below): the layout keeps
                              // columns in multiples of 32 * kNf4RowsU, so every shape takes the same linears
 
@@ -164,41 +164,10 @@ __device__ __forceinline__ bool last_to_arrive(int *arrivals, int n, int lane)
     return true;
 }
 
-// Block sums (the steps of kNf4StepsBlockSum): where a warp's last deposit is part of a split group of a residual add, it leaves the
-// part in shared memory, in the upper halves of the pair table's rows (which no lookup reads: lane l's copy is at
-// byte 4l of the first 128), and the block adds its warps' parts of one group before the atomics. A block's warps
-// hold consecutive ranges, so those of one group are neighbours: a group split between 74 warps (Qwen2.5-7B down)
-// then takes 74 / 16 atomics a row, not 74.
-__device__ __forceinline__ float *rows_block_part(unsigned char *smem, int warp, int r, int R)
-{
-    return reinterpret_cast<float *>(smem + (size_t)(warp * R + r) * kNf4TableRowBytes + kNf4TableRowBytes / 2);
-}
-
-// The block's parts (block_groups[w]: warp w's group, or -1): the first warp of each group's run adds the run's parts.
-template <int R, int Warps>
-__device__ __forceinline__ void rows_block_sums(const MatvecParams &p, unsigned char *smem, const int *block_groups, int warp, int lane)
-{
-    int g = block_groups[warp];
-    if (g < 0 || (warp > 0 && block_groups[warp - 1] == g)) return;
-    float v[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) v[r] = 0.f;
-    for (int k = warp; k < Warps && block_groups[k] == g; k++)
-#pragma unroll
-        for (int r = 0; r < R; r++) v[r] += rows_block_part(smem, k, r, R)[lane];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        int row = nf4_rows_slot_row(p, EP_STORE, R, g, r * kWarp + lane);
-        if (row >= 0) atomicAdd(p.y + row, v[r]);
-    }
-}
-
 // Group g's partial sums from this warp's part of it (chunks [from, to) of the flat order); the whole group
 // when the warp covered all of it. Otherwise the last of the group's warps to arrive adds the deposits.
-// stash (block sums, the warp's last deposit): a residual add's part goes to the block's shared memory instead.
 template <int R>
-__device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R],
-                                             unsigned char *stash = nullptr, int *block_group = nullptr)
+__device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R])
 {
     long first, last;
     rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last);
@@ -207,13 +176,6 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
         return;
     }
     if (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) {
-        if (stash) {
-            const int warp = threadIdx.x / kWarp;
-#pragma unroll
-            for (int r = 0; r < R; r++) rows_block_part(stash, warp, r, R)[lane] = acc[r];
-            if (lane == 0) *block_group = g;
-            return;
-        }
         // a residual add is linear: each warp adds its part to y itself (the summation order then varies
         // from run to run, as with the other kernels' column slices), and no warp waits for the group's last
 #pragma unroll
@@ -266,27 +228,25 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
 // roofline), Llama-3.1-8B 523.3 vs 472.6 / 472.2; 8 warps x 2 chunks x 3 blocks (24 warps) lost (477.2, 450.2).
 // ECO_CUDA_NF4_ROWS_SHAPE="W,U,B" picks another for A/Bs.
 struct RowsShape {
-    int warps, u, per_sm, r; // r: rows a lane (kNf4RowsR, or 4 for the wide steps)
+    int warps, u, per_sm;
 };
 // Steps a warp loads before its dependency wait (ECO_CUDA_NF4_PRELOAD=1 keeps session 16's one for A/Bs).
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
 // (the default since session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and
-// 10-12 were experiments, removed in sessions 30-32 (ENGINE.md says what they were).
+// 10-13 were experiments, removed in sessions 30-33 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     bool scaled;    // the table's codes times 2^-kNf4ScaledShift: no fp16 overflow check
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
-    bool block_sum; // a residual add's last split-group parts summed per block before the atomics (rows_block_sums)
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsBlockSum = 13, kNf4RowsLeanDefault = kNf4StepsScaled2;
-constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false, false},
-                                       {1, ", lean steps", false, false, false},
-                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false, false},
-                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true, false},
-                                       {kNf4StepsBlockSum, ", lean scaled-table steps, two steps a loop, residual parts summed per block", true, true, true}};
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
+constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false},
+                                       {1, ", lean steps", false, false},
+                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false},
+                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -301,9 +261,8 @@ constexpr int nf4_rows_steps_index(int lean)
 template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
-template <int Lean> constexpr bool kRowsBlockSum = kNf4RowsSteps[kRowsStepsAt<Lean>].block_sum;
 
-constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2, 2}, {8, 4, 2, 2}, {8, 2, 3, 2}, {8, 1, 2, 4}, {8, 1, 3, 4}};
+constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
 template <bool DoubleQuant, int R, int U> struct RowsStep {
     uint4 w[U][R];
@@ -382,12 +341,13 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // this spilled, session 15; the scaled steps leave room). Side by side against the scaled steps on an H200 (session 31)
 // whole nf4 tokens were x1.0145 (Qwen2.5-7B), x1.0179 (Llama-3.1-8B), x1.0328 (Qwen2.5-14B); on an H100 x1.0006 and
 // x1.0036, a tie: the decode is issue-bound only at the H200's bandwidth.
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0, int R = kNf4RowsR>
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
+    constexpr int R = kNf4RowsR;
     static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
-    constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>, kBlockSum = kRowsBlockSum<Lean>;
+    constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -405,15 +365,12 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant, kScaled);
-    __shared__ int block_groups[kBlockSum ? Warps : 1]; // block sums: each warp's stashed group, or -1
-    const bool block_sum = kBlockSum && (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD);
-    if (kBlockSum && lane == 0) block_groups[warp] = -1;
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if (preloaded)
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
     __syncthreads();
     grid_dependency_wait();
-    if (f0 >= f1 && !block_sum) return; // with block sums every warp meets at the end
+    if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     const unsigned lane4 = (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
@@ -452,8 +409,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
                 for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
             }
-            const bool stash = block_sum && f + U >= f1;
-            rows_deposit<R>(p, g, warp_id, lane, acc, stash ? nf4_smem : nullptr, &block_groups[warp]);
+            rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
             for (int r = 0; r < R; r++) acc[r] = 0.f;
         }
@@ -471,10 +427,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             step(cur, next, f);
             cur = next;
         }
-    }
-    if (kBlockSum && block_sum) {
-        __syncthreads();
-        rows_block_sums<R, Warps>(p, nf4_smem, block_groups, warp, lane);
     }
 }
 
