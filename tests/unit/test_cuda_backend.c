@@ -387,6 +387,18 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    /* attention beside qkv and o (experiment): those two on one block an SM, attention's grid at most one block an
+     * SM; then with the small linears on the 8,4,2 shape */
+    setenv("ECO_CUDA_ATTN_BESIDE", "1", 1);
+    print_message("ECO_CUDA_NF4=rows ECO_CUDA_ATTN_BESIDE=1 (and ECO_CUDA_NF4_ROWS_SMALL=8,4,2,1)\n");
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
+    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+    compare(ECO_FAMILY_PHI3, ECO_PREC_NF4, 0.9999);
+    setenv("ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,1", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    unsetenv("ECO_CUDA_ATTN_BESIDE");
     unsetenv("ECO_CUDA_NF4_ROWS_SMALL");
     unsetenv("ECO_CUDA_NF4");
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
@@ -611,7 +623,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "9"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "9"}, {"ECO_CUDA_ATTN_BESIDE", "1"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -1018,6 +1030,11 @@ static void test_attention_long_context_and_window(void **state)
     long_context(ECO_FAMILY_QWEN2, 0, "ECO_CUDA_ATTN_MIN=8", 150);
     long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
     long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
+    /* attention beside qkv and o: its grid capped at one block an SM (splits <= SMs / heads) */
+    setenv("ECO_CUDA_ATTN_BESIDE", "1", 1);
+    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_MIN=8", 300);
+    long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
+    unsetenv("ECO_CUDA_ATTN_BESIDE");
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* A malformed split count or block size is refused, not ignored. */
     eco_model_config c = tiny(ECO_FAMILY_LLAMA);
@@ -1034,6 +1051,13 @@ static void test_attention_long_context_and_window(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_MIN"));
     unsetenv("ECO_CUDA_ATTN_MIN");
+    const char *bad_beside[] = {"2", "", "yes", "1 "};
+    for (size_t i = 0; i < 4; i++) {
+        setenv("ECO_CUDA_ATTN_BESIDE", bad_beside[i], 1);
+        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
+        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_BESIDE"));
+    }
+    unsetenv("ECO_CUDA_ATTN_BESIDE");
     setenv("ECO_CUDA_NF4_OCC", "4", 1);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_OCC"));

@@ -5,6 +5,7 @@
 // cost of a kernel design.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -80,6 +81,7 @@ struct Design {
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
+    int attn_beside;       // ECO_CUDA_ATTN_BESIDE: attention's blocks resident beside qkv's and o's (kAttnBeside*); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -136,6 +138,15 @@ constexpr int kNf4OccByDefault = 2;
 // kernel of its own (session 13's form, "apart") 571.4 and 532.3. ECO_CUDA_QKV_ATOMIC=0, 1 (every format and
 // size) or apart overrides, for A/Bs.
 constexpr int kQkvAtomicOff = 0, kQkvAtomicAttention = 1, kQkvAtomicApart = 2, kQkvAtomicAuto = 3;
+
+// Attention beside the linears around it (ECO_CUDA_ATTN_BESIDE=1). A row-per-lane matvec's two blocks an SM take
+// every register (2 x 512 threads x 64), and attention's blocks (256 threads x 128 registers) half of them each, so
+// no block of the next kernel becomes resident before the last block of the one before leaves its SM: attention
+// starts its loads only after qkv's last block is gone, and o its weight loads only after attention's. Beside: nf4
+// qkv and o (row per lane) on one block an SM, attention on at most one block an SM (splits <= SMs / heads), so
+// attention's blocks sit beside qkv's with their K/V rows loaded when qkv ends, and o's blocks come in beside
+// attention's as qkv's leave, their weights loading while attention runs.
+constexpr int kAttnBesideByDefault = 0;
 
 // A scalar matvec whose weights fit in ECO_CUDA_L2_PREFETCH_MB (0: none) asks L2 for all of them before its
 // dependency wait, while the norm or attention before it leaves HBM idle. Side by side on the H200
@@ -219,6 +230,10 @@ Design requested_design(void)
     d.qkv_atomic = !qa ? kQkvAtomicAuto : !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention
                  : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
+    const char *beside = getenv("ECO_CUDA_ATTN_BESIDE");
+    d.attn_beside = kAttnBesideByDefault;
+    if (beside && !parse_int_in(beside, 0, 1, &d.attn_beside)) d.attn_beside = -1;
+    if (d.reference_stack && d.attn_beside > 0) d.attn_beside = 0;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -310,6 +325,7 @@ struct State {
     uint64_t resident;
     int attn_splits;      /* attention blocks per head (split over positions), at most */
     int attn_min_positions; /* positions per block below which a token uses fewer splits */
+    int attn_beside;      /* kAttnBeside: attention at most one block an SM, nf4 qkv and o (rows) one block an SM */
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
@@ -335,6 +351,8 @@ eco_err apply_design(State *s, const Design &d)
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
+    if (d.attn_beside < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_ATTN_BESIDE=\"%s\": want 0 or 1", getenv("ECO_CUDA_ATTN_BESIDE"));
+    s->attn_beside = d.attn_beside;
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -1134,6 +1152,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    if (d.rows_beside) per_sm = 1; // attention's blocks take the other half of each SM (kAttnBesideByDefault)
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
     d.rows_chunks_per_warp = (int)sh.per;
@@ -1288,10 +1307,11 @@ bool may_tile_role(const State *s, const Linear &l, unsigned role)
 
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
 // row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
-// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
-
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
+// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec. beside: a linear next to attention
+// (qkv, o), planned to leave room for its blocks when s->attn_beside.
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true, bool beside = false)
 {
+    l.d.rows_beside = beside && s->attn_beside;
     eco_err e = may_tile ? tile_linear(s, l, map) : ECO_OK;
     if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
     if (!e && map == EP_SWIGLU && s->swiglu_adjacent) e = interleave_pairs(s, l);
@@ -1468,7 +1488,9 @@ eco_err launch_attention(State *s, const Layer &L, int window, bool consume)
                 : c.head_dim <= 4 * kWarp ? (consume ? attention<4, true> : attention<4, false>)
                                           : (consume ? attention<8, true> : attention<8, false>);
     AttnConsume cons = {(const float *)L.qkv_bias, (const float2 *)s->rope, L.k_cache, L.v_cache};
-    return launch(s, true, kernel, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
+    int splits = s->attn_splits;
+    if (s->attn_beside) splits = std::max(1, std::min(splits, s->sm_count / c.heads)); // at most one block an SM
+    return launch(s, true, kernel, dim3(c.heads, splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
                   (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
                   c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done, cons);
 }
@@ -1619,9 +1641,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv))))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv), true)))
             return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO)))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO), true))) return e;
         if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
@@ -2162,10 +2184,11 @@ void eco_cuda_design(char *buf, size_t cap)
         if (at >= sizeof shapes) break;
     }
     const char *splits = getenv("ECO_CUDA_ATTN_SPLITS"), *min_positions = getenv("ECO_CUDA_ATTN_MIN");
-    char attn[64], least[16];
+    char attn[128], least[16];
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
-    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
+    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions%s)", splits ? splits : "2/SM", splits ? "/head" : "", least,
+             d.attn_beside > 0 ? "; beside nf4 qkv and o: <= 1 block/SM each" : "");
     char nf4[384] = "fp32 table";
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;

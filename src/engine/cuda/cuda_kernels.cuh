@@ -34,6 +34,7 @@ struct DeviceLinear {
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
+    bool rows_beside;           // its grid one block an SM, leaving half of each SM to attention (ECO_CUDA_ATTN_BESIDE)
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
 
