@@ -387,18 +387,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    /* attention beside qkv and o (experiment): those two on one block an SM, attention's grid at most one block an
-     * SM; then with the small linears on the 8,4,2 shape */
-    setenv("ECO_CUDA_ATTN_BESIDE", "1", 1);
-    print_message("ECO_CUDA_NF4=rows ECO_CUDA_ATTN_BESIDE=1 (and ECO_CUDA_NF4_ROWS_SMALL=8,4,2,1)\n");
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(wide(), ECO_PREC_NF4_DQ, 0.9999);
-    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-    compare(ECO_FAMILY_PHI3, ECO_PREC_NF4, 0.9999);
-    setenv("ECO_CUDA_NF4_ROWS_SMALL", "8,4,2,1", 1);
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_ATTN_BESIDE");
     unsetenv("ECO_CUDA_NF4_ROWS_SMALL");
     unsetenv("ECO_CUDA_NF4");
     print_message("nf4 by default: gate_up a row per lane, the other linears row-major\n");
@@ -491,8 +479,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
     /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
      * steps with the unscaled table, each chunk's fp16 overflow checked) and 5 (the scaled steps one a loop, also at
-     * blocks of 32); 1 and 5 also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "1", "5"};
+     * blocks of 32), 14 (the default steps with the first step's pairs looked up before the wait: warps of one
+     * step and of many); 1, 5 and 14 also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "1", "5", "14"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
@@ -623,7 +612,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "9"}, {"ECO_CUDA_ATTN_BESIDE", "1"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "14"}}; /* the longest steps name */
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -631,6 +620,8 @@ static void test_design_fits_the_energy_schema(void **state)
         print_message("%zu of %zu characters: %s\n", strlen(design), most, design);
         assert_true(strlen(design) <= most);
         assert_non_null(strstr(design, "graph+PDL"));
+        assert_non_null(strstr(design, "fp32 table")); /* the nf4 part whole: its own buffer cut it short once */
+        assert_non_null(strstr(design, "RoPE in attention")); /* and the string's end */
     }
     setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
     eco_cuda_design(design, sizeof design);
@@ -797,9 +788,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
                  * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5: 5, the
-                 * scaled steps one a loop) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "5"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "scaled"};
+                 * scaled steps one a loop; 6: 14, the first step's pairs looked up before the wait) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "5", "14"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "scaled", "ahead "};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -847,8 +838,8 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
      * ECO_CUDA_NF4_ROWS_LEAN=1, the unscaled table, whose overflowed chunks are redone in fp32; "mma": the tensor-core
      * one (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
      * Small x (~1e-3): products near fp16's subnormals, most of all with the scaled codes. */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "1", "5", NULL};
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "1", "5", "14", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
@@ -869,7 +860,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             snprintf(label, sizeof label, "ECO_CUDA_NF4=%-7s%s%s %-6s", decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "",
                      eco_precision_name(precs[k]));
             print_message("%s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n", label, huge, plain, small);
-            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5 and 9: no redo */
+            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5, 9 and 14: no redo */
             assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             assert_true(small < 2e-3);
@@ -1030,11 +1021,6 @@ static void test_attention_long_context_and_window(void **state)
     long_context(ECO_FAMILY_QWEN2, 0, "ECO_CUDA_ATTN_MIN=8", 150);
     long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
     long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
-    /* attention beside qkv and o: its grid capped at one block an SM (splits <= SMs / heads) */
-    setenv("ECO_CUDA_ATTN_BESIDE", "1", 1);
-    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_MIN=8", 300);
-    long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
-    unsetenv("ECO_CUDA_ATTN_BESIDE");
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* A malformed split count or block size is refused, not ignored. */
     eco_model_config c = tiny(ECO_FAMILY_LLAMA);
@@ -1051,13 +1037,6 @@ static void test_attention_long_context_and_window(void **state)
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_MIN"));
     unsetenv("ECO_CUDA_ATTN_MIN");
-    const char *bad_beside[] = {"2", "", "yes", "1 "};
-    for (size_t i = 0; i < 4; i++) {
-        setenv("ECO_CUDA_ATTN_BESIDE", bad_beside[i], 1);
-        assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
-        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_BESIDE"));
-    }
-    unsetenv("ECO_CUDA_ATTN_BESIDE");
     setenv("ECO_CUDA_NF4_OCC", "4", 1);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_OCC"));

@@ -5,7 +5,6 @@
 // cost of a kernel design.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <iterator>
 #include <utility>
 
@@ -81,7 +80,6 @@ struct Design {
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
-    int attn_beside;       // ECO_CUDA_ATTN_BESIDE: attention's blocks resident beside qkv's and o's (kAttnBeside*); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -138,15 +136,6 @@ constexpr int kNf4OccByDefault = 2;
 // kernel of its own (session 13's form, "apart") 571.4 and 532.3. ECO_CUDA_QKV_ATOMIC=0, 1 (every format and
 // size) or apart overrides, for A/Bs.
 constexpr int kQkvAtomicOff = 0, kQkvAtomicAttention = 1, kQkvAtomicApart = 2, kQkvAtomicAuto = 3;
-
-// Attention beside the linears around it (ECO_CUDA_ATTN_BESIDE=1). A row-per-lane matvec's two blocks an SM take
-// every register (2 x 512 threads x 64), and attention's blocks (256 threads x 128 registers) half of them each, so
-// no block of the next kernel becomes resident before the last block of the one before leaves its SM: attention
-// starts its loads only after qkv's last block is gone, and o its weight loads only after attention's. Beside: nf4
-// qkv and o (row per lane) on one block an SM, attention on at most one block an SM (splits <= SMs / heads), so
-// attention's blocks sit beside qkv's with their K/V rows loaded when qkv ends, and o's blocks come in beside
-// attention's as qkv's leave, their weights loading while attention runs.
-constexpr int kAttnBesideByDefault = 0;
 
 // A scalar matvec whose weights fit in ECO_CUDA_L2_PREFETCH_MB (0: none) asks L2 for all of them before its
 // dependency wait, while the norm or attention before it leaves HBM idle. Side by side on the H200
@@ -230,10 +219,6 @@ Design requested_design(void)
     d.qkv_atomic = !qa ? kQkvAtomicAuto : !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention
                  : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
-    const char *beside = getenv("ECO_CUDA_ATTN_BESIDE");
-    d.attn_beside = kAttnBesideByDefault;
-    if (beside && !parse_int_in(beside, 0, 1, &d.attn_beside)) d.attn_beside = -1;
-    if (d.reference_stack && d.attn_beside > 0) d.attn_beside = 0;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -325,7 +310,6 @@ struct State {
     uint64_t resident;
     int attn_splits;      /* attention blocks per head (split over positions), at most */
     int attn_min_positions; /* positions per block below which a token uses fewer splits */
-    int attn_beside;      /* kAttnBeside: attention at most one block an SM, nf4 qkv and o (rows) one block an SM */
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
@@ -351,8 +335,6 @@ eco_err apply_design(State *s, const Design &d)
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
-    if (d.attn_beside < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_ATTN_BESIDE=\"%s\": want 0 or 1", getenv("ECO_CUDA_ATTN_BESIDE"));
-    s->attn_beside = d.attn_beside;
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -363,8 +345,9 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
-                        "(those two steps a loop, the default); 2-4, 6-8 and 10-13 were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
+                        "(those two steps a loop, the default) or 14 (those with the first step looked up before the wait); "
+                        "2-4, 6-8 and 10-13 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1122,6 +1105,18 @@ MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
                           std::make_index_sequence<std::size(kNf4RowsSteps)>{});
 }
 
+// The steps a row-per-lane linear runs: s->nf4_rows_lean, except that the look-ahead steps (14) serve only linears of
+// at most kNf4LookAheadMaxWeights (qkv and o at 7-14B, whose warps have one or two steps each, so the first is most of
+// the decode after the wait), the rest the default: the look-ahead kernel spills 28 bytes a thread at the 64-register
+// cap, which cost gate_up and down 0.5 us a layer in session 34's profile (data/h200/README.md).
+constexpr long kNf4LookAheadMaxWeights = 40l << 20;
+int rows_steps_for(const State *s, const DeviceLinear &d)
+{
+    int i = nf4_rows_steps_index(s->nf4_rows_lean);
+    if (i >= 0 && kNf4RowsSteps[i].look_ahead && (long)d.rows * d.cols > kNf4LookAheadMaxWeights) return kNf4RowsLeanDefault;
+    return s->nf4_rows_lean;
+}
+
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
 // that read them there; what it held is not kept.
 template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStream_t stream)
@@ -1151,8 +1146,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
-    if (d.rows_beside) per_sm = 1; // attention's blocks take the other half of each SM (kAttnBesideByDefault)
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, rows_steps_for(s, d)), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
     d.rows_chunks_per_warp = (int)sh.per;
@@ -1307,11 +1301,10 @@ bool may_tile_role(const State *s, const Linear &l, unsigned role)
 
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
 // row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
-// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec. beside: a linear next to attention
-// (qkv, o), planned to leave room for its blocks when s->attn_beside.
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true, bool beside = false)
+// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
+
+eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
 {
-    l.d.rows_beside = beside && s->attn_beside;
     eco_err e = may_tile ? tile_linear(s, l, map) : ECO_OK;
     if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
     if (!e && map == EP_SWIGLU && s->swiglu_adjacent) e = interleave_pairs(s, l);
@@ -1435,7 +1428,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.arrivals = s->rows_arrivals;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, rows_steps_for(s, d)), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
                       lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -1488,9 +1481,7 @@ eco_err launch_attention(State *s, const Layer &L, int window, bool consume)
                 : c.head_dim <= 4 * kWarp ? (consume ? attention<4, true> : attention<4, false>)
                                           : (consume ? attention<8, true> : attention<8, false>);
     AttnConsume cons = {(const float *)L.qkv_bias, (const float2 *)s->rope, L.k_cache, L.v_cache};
-    int splits = s->attn_splits;
-    if (s->attn_beside) splits = std::max(1, std::min(splits, s->sm_count / c.heads)); // at most one block an SM
-    return launch(s, true, kernel, dim3(c.heads, splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
+    return launch(s, true, kernel, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
                   (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
                   c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done, cons);
 }
@@ -1641,9 +1632,9 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv), true)))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv))))
             return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO), true))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO)))) return e;
         if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
@@ -2184,12 +2175,11 @@ void eco_cuda_design(char *buf, size_t cap)
         if (at >= sizeof shapes) break;
     }
     const char *splits = getenv("ECO_CUDA_ATTN_SPLITS"), *min_positions = getenv("ECO_CUDA_ATTN_MIN");
-    char attn[128], least[16];
+    char attn[64], least[16];
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
-    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions%s)", splits ? splits : "2/SM", splits ? "/head" : "", least,
-             d.attn_beside > 0 ? "; beside nf4 qkv and o: <= 1 block/SM each" : "");
-    char nf4[384] = "fp32 table";
+    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
+    char nf4[512] = "fp32 table"; // the longest (LEAN=14 with a small shape and every threshold) is about 460
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
