@@ -345,9 +345,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop, the default) or 14 (those with the first step looked up before the wait); "
-                        "2-4, 6-8 and 10-13 were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
+                        "(those two steps a loop, the default); 2-4, 6-8 and 10-14 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1105,18 +1104,6 @@ MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
                           std::make_index_sequence<std::size(kNf4RowsSteps)>{});
 }
 
-// The steps a row-per-lane linear runs: s->nf4_rows_lean, except that the look-ahead steps (14) serve only linears of
-// at most kNf4LookAheadMaxWeights (qkv and o at 7-14B, whose warps have one or two steps each, so the first is most of
-// the decode after the wait), the rest the default: the look-ahead kernel spills 28 bytes a thread at the 64-register
-// cap, which cost gate_up and down 0.5 us a layer in session 34's profile (data/h200/README.md).
-constexpr long kNf4LookAheadMaxWeights = 40l << 20;
-int rows_steps_for(const State *s, const DeviceLinear &d)
-{
-    int i = nf4_rows_steps_index(s->nf4_rows_lean);
-    if (i >= 0 && kNf4RowsSteps[i].look_ahead && (long)d.rows * d.cols > kNf4LookAheadMaxWeights) return kNf4RowsLeanDefault;
-    return s->nf4_rows_lean;
-}
-
 // *p holds at least `need` elements (*n of them now), zeroed when (re)allocated on `stream`, ahead of the kernels
 // that read them there; what it held is not kept.
 template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStream_t stream)
@@ -1146,7 +1133,7 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     bool dq = d.format == ECO_PREC_NF4_DQ;
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, rows_steps_for(s, d)), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
     d.rows_chunks_per_warp = (int)sh.per;
@@ -1428,7 +1415,7 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.arrivals = s->rows_arrivals;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, rows_steps_for(s, d)), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
                       lanes_smem_bytes(dq), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
@@ -2179,7 +2166,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest (LEAN=14 with a small shape and every threshold) is about 460
+    char nf4[512] = "fp32 table"; // the longest today is about 330 (session 34's LEAN=14 name outgrew 384)
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);

@@ -503,9 +503,10 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
 // 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
 // partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
 // (one check for all R rows, so the rows' lookups interleave without a branch between them).
-// pair(i, k): the fp16 pair of codes for byte k of weight word i (how the table is addressed, or pairs looked up before).
-template <typename Pair> __device__ __forceinline__ float dot32_pairs(const uint4 (&xh)[4], Pair pair)
+// pair(word, k): the fp16 pair of codes for byte k of the weight word (how the table is addressed).
+template <typename Pair> __device__ __forceinline__ float dot32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair)
 {
+    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     const __half2 *x = reinterpret_cast<const __half2 *>(xh);
     __half2 acc[4];
 #pragma unroll
@@ -514,7 +515,7 @@ template <typename Pair> __device__ __forceinline__ float dot32_pairs(const uint
     for (int i = 0; i < 4; i++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            unsigned bits = pair(i, k);
+            unsigned bits = pair(u[i], k);
             acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
         }
     }
@@ -524,18 +525,7 @@ template <typename Pair> __device__ __forceinline__ float dot32_pairs(const uint
 
 __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
 {
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-    return dot32_pairs(xh, [=](int i, int k) { return nf4_pair(u[i], k, table, lane4); });
-}
-
-// The pairs of a 32-weight chunk w, in the order dot32_pairs takes them (pairs[4 * i + k]: byte k of word i).
-__device__ __forceinline__ void nf4_look_up_pairs(uint4 w, const unsigned char *table, unsigned lane4, unsigned (&pairs)[16])
-{
-    const unsigned *u = reinterpret_cast<const unsigned *>(&w);
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int k = 0; k < 4; k++) pairs[4 * i + k] = nf4_pair(u[i], k, table, lane4);
+    return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
 // The rows whose fp16 partial sum overflowed (not finite), redone in fp32 from their 32-weight chunk w[r] and xh.

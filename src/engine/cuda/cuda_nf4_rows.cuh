@@ -24,7 +24,6 @@
 #pragma once
 
 #include <iterator>
-#include <type_traits>
 
 #include "cuda_kernels.cuh"
 
@@ -235,22 +234,19 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default since session 31), 14 those with the first step's pairs looked up before the dependency wait (session
-// 34, experiment). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and 10-13 were
-// experiments, removed in sessions 30-33 (ENGINE.md says what they were).
+// (the default since session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and
+// 10-13 were experiments, removed in sessions 30-33 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     bool scaled;    // the table's codes times 2^-kNf4ScaledShift: no fp16 overflow check
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
-    bool look_ahead; // the first step's pairs looked up before the dependency wait (shapes of one chunk a step)
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsLookAhead = 14, kNf4RowsLeanDefault = kNf4StepsScaled2;
-constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false, false},
-                                       {1, ", lean steps", false, false, false},
-                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false, false},
-                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true, false},
-                                       {kNf4StepsLookAhead, ", lean scaled-table steps, two steps a loop, the first step's pairs looked up before the wait for linears <= 40M weights", true, true, true}};
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
+constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false},
+                                       {1, ", lean steps", false, false},
+                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false},
+                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -265,7 +261,6 @@ constexpr int nf4_rows_steps_index(int lean)
 template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
-template <int Lean> constexpr bool kRowsLookAhead = kNf4RowsSteps[kRowsStepsAt<Lean>].look_ahead;
 
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
@@ -353,8 +348,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr int R = kNf4RowsR;
     static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
     constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>;
-    constexpr bool kLookAhead = kRowsLookAhead<Lean> && U == 1 && !DoubleQuant; // a step's pairs: 16 registers a row and chunk
-    static_assert(!kRowsLookAhead<Lean> || (kScaled && kTwoSteps), "look-ahead on the scaled steps two a loop");
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -376,26 +369,17 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if (preloaded)
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
     __syncthreads();
-    const unsigned lane4 = (unsigned)lane * 4u;
-    // Look-ahead: the first step's table lookups need its weights, not x, so they run before the wait, under the
-    // previous kernel (attention ahead of o, the norm ahead of qkv and gate_up); after it that step is HFMA2s only.
-    [[maybe_unused]] unsigned first_pairs[kLookAhead ? R : 1][16];
-    if constexpr (kLookAhead) {
-        if (f0 < f1) {
-#pragma unroll
-            for (int r = 0; r < R; r++) nf4_look_up_pairs(cur.w[0][r], nf4_smem, lane4, first_pairs[r]);
-        }
-    }
     grid_dependency_wait();
     if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
+    const unsigned lane4 = (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
     [[maybe_unused]] bool load_next = !preloaded; // Lean: the first step's successor is under way when preloaded
-    // step f: decode `cur`, with `next` (the step after it) loading; looked_up: its pairs are first_pairs
-    auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f, auto looked_up) {
+    // step f: decode `cur`, with `next` (the step after it) loading
+    auto step = [&](RowsStep<DoubleQuant, R, U> &cur, RowsStep<DoubleQuant, R, U> &next, const int f) {
         int nc = c + U, ng = g;
         if (nc == C) { nc = 0; ng++; }
         if constexpr (Lean) {
@@ -408,35 +392,11 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
         for (int u = 0; u < U; u++) {
             // x: the same 64 bytes for the whole warp (coherent loads: x was written by the previous kernel)
+            uint4 xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            if constexpr (decltype(looked_up)::value) {
-                // dot32_pairs' sums in its order, x a quarter at a time: the looked-up pairs hold 16 registers a row
-                __half2 acc2[R][4];
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int k = 0; k < 4; k++) acc2[r][k] = __float2half2_rn(0.f);
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    uint4 xq = __ldca(x + (size_t)(c + u) * 4 + i);
-                    const __half2 *xp = reinterpret_cast<const __half2 *>(&xq);
-#pragma unroll
-                    for (int r = 0; r < R; r++)
-#pragma unroll
-                        for (int k = 0; k < 4; k++)
-                            acc2[r][k] = __hfma2(*reinterpret_cast<const __half2 *>(&first_pairs[r][4 * i + k]), xp[k], acc2[r][k]);
-                }
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    float2 f = __half22float2(__hadd2(__hadd2(acc2[r][0], acc2[r][1]), __hadd2(acc2[r][2], acc2[r][3])));
-                    part[r] = f.x + f.y;
-                }
-            } else {
-                uint4 xh[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
-                dot32_nf4_rows<R, !kScaled>(cur.w[u], xh, nf4_smem, lane4, part);
-            }
+            dot32_nf4_rows<R, !kScaled>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const int ub = u - u % AmEvery;
@@ -456,23 +416,15 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
     };
-    constexpr std::false_type kTable{};
-    if constexpr (kLookAhead) {
-        step(cur, next, f0, std::true_type{});
-        for (int f = f0 + U; f < f1; f += 2 * U) {
-            step(next, cur, f, kTable);
-            if (f + U >= f1) break;
-            step(cur, next, f + U, kTable);
-        }
-    } else if constexpr (kTwoSteps) {
+    if constexpr (kTwoSteps) {
         for (int f = f0; f < f1; f += 2 * U) {
-            step(cur, next, f, kTable);
+            step(cur, next, f);
             if (f + U >= f1) break;
-            step(next, cur, f + U, kTable);
+            step(next, cur, f + U);
         }
     } else {
         for (int f = f0; f < f1; f += U) {
-            step(cur, next, f, kTable);
+            step(cur, next, f);
             cur = next;
         }
     }
