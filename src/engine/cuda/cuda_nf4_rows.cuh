@@ -235,7 +235,7 @@ constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
 // (the default since session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and
-// 10-13 were experiments, removed in sessions 30-33 (ENGINE.md says what they were).
+// 10-14 were experiments, removed in sessions 30-34 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
