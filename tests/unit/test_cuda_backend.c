@@ -669,8 +669,8 @@ static void test_qkv_summing_rule(void **state)
     assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_QKV_ATOMIC"));
     unsetenv("ECO_CUDA_QKV_ATOMIC");
-    /* the nf4 decoder's steps as the engine reads them, here without a GPU: the experiments' numbers are refused, so
-     * a recorded A/B's setting never silently runs the default */
+    /* the nf4 decoder's steps as the engine reads them, here without a GPU: the removed experiments' numbers (and any
+     * other that names no steps) are refused, so a recorded A/B's setting never silently runs the default */
     const char *removed_steps[] = {"2", "3", "4", "6", "7", "8", "10", "11", "12", "13", "14", "15", "-1", ""};
     for (size_t i = 0; i < sizeof removed_steps / sizeof removed_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", removed_steps[i], 1);
