@@ -345,8 +345,9 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows = d.nf4_rows;
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps) or 9 "
-                        "(those two steps a loop, the default); 2-4, 6-8 and 10-14 were experiments, removed",
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
+                        "(those two steps a loop, the default), 16 (those with one sum for both) or 17 (that of two chains); 2-4, 6-8 and 10-15 were "
+                        "experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1100,6 +1101,7 @@ MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequenc
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
     int am = rows_am_every(blocksize, kNf4RowsShapes[shape].u);
+    lean = nf4_rows_lean_for(lean, blocksize, kNf4RowsShapes[shape].u);
     return pick_rows_lean(dq, am, shape, lean, std::make_index_sequence<std::size(kNf4RowsShapes)>{},
                           std::make_index_sequence<std::size(kNf4RowsSteps)>{});
 }
@@ -1135,7 +1137,10 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
-    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u);
+    // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
+    int lean = nf4_rows_lean_for(s->nf4_rows_lean, d.blocksize, rs.u);
+    long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
+    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
     d.rows_chunks_per_warp = (int)sh.per;
     d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = sh.slots;
@@ -2126,19 +2131,23 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
     free(seen);
     if (e) return e;
     long chunks = cols / 32, total = (long)groups * chunks;
-    const long u = kNf4RowsU; // whole steps
-    RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u);
-    if (sh.per % u || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
-        return eco_fail(ECO_ESTATE, "steps of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, sh.per, sh.used,
-                        warps, total);
-    for (long g = 0; g < groups; g++) {
-        long first, last, covering = 0;
-        rows_group_warps(g, chunks, sh.per, &first, &last);
-        for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
-            covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
-        if (covering != last - first + 1 || covering > sh.slots || first > last)
-            return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
-                            covering, first, last, sh.slots);
+    // steps of one, two and four chunks, and the pair sums' shares of two steps of one
+    const long units[][2] = {{1, 1}, {1, 2}, {2, 2}, {kNf4RowsU, kNf4RowsU}};
+    for (const auto &uw : units) {
+        const long u = uw[0], whole = uw[1];
+        RowsShare sh = nf4_rows_share(groups, chunks, warps, min_steps, u, whole);
+        if (sh.per % whole || sh.per < (long)min_steps * u || sh.used > warps || (sh.used - 1) * sh.per >= total || sh.used * sh.per < total)
+            return eco_fail(ECO_ESTATE, "steps of %ld in wholes of %ld: shares of %ld chunks over %ld of %ld warps for %ld chunks", u, whole,
+                            sh.per, sh.used, warps, total);
+        for (long g = 0; g < groups; g++) {
+            long first, last, covering = 0;
+            rows_group_warps(g, chunks, sh.per, &first, &last);
+            for (long w = 0; w < sh.used; w++) // the warps whose share overlaps the group, counted directly
+                covering += w * sh.per < (g + 1) * chunks && (w + 1) * sh.per > g * chunks;
+            if (covering != last - first + 1 || covering > sh.slots || first > last)
+                return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
+                                covering, first, last, sh.slots);
+        }
     }
     return ECO_OK;
 }
@@ -2166,7 +2175,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest today is 372 characters; session 34's LEAN=14 name passed 384
+    char nf4[512] = "fp32 table"; // the longest today is 397 characters (LEAN=17); session 34's LEAN=14 name passed 384
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);

@@ -458,16 +458,18 @@ constexpr int kNf4LaneWarps = 8;
 // its fp32 sums by 16 again (exact). The cost: a scaled product below 2^-14 is an fp16 subnormal, so products below
 // 2^-10 in unscaled terms lose bits (2^-14 with the unscaled table).
 constexpr int kNf4ScaledShift = 4;
+// The pair sums (kNf4StepsPairSums) add 32 products a half before their sum: codes times 2^-5 keep those within 65504.
+constexpr int kNf4PairSumsShift = 5;
 
-// The table, and for nf4-dq the dynamic map right after it, by every thread of the block; scaled: codes times
-// 2^-kNf4ScaledShift (exact: the smallest nonzero code, 0.0796, stays a normal fp16 number).
-__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant, bool scaled = false)
+// The table, and for nf4-dq the dynamic map right after it, by every thread of the block; shift > 0: codes times
+// 2^-shift (exact for shifts up to 9: the smallest nonzero code, 0.0796, stays a normal fp16 number).
+__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant, int shift = 0)
 {
 #pragma unroll 8
     for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
         unsigned v = __ldg(g_nf4_pairs + i / 8);
-        if (scaled) {
-            __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&v), __float2half2_rn(1.f / (1 << kNf4ScaledShift)));
+        if (shift) {
+            __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&v), __float2half2_rn(1.f / (1 << shift)));
             v = *reinterpret_cast<const unsigned *>(&h);
         }
         *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
@@ -500,32 +502,54 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
     return acc;
 }
 
-// 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
-// partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
-// (one check for all R rows, so the rows' lookups interleave without a branch between them).
-// pair(word, k): the fp16 pair of codes for byte k of the weight word (how the table is addressed).
-template <typename Pair> __device__ __forceinline__ float dot32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair)
+// 32 weights added into Chains (4 or 2) fp16 pair chains (pair(word, k): the fp16 pair of codes for byte k of the
+// weight word, i.e. how the table is addressed). The caller sums the chains (sum_pair_chains): after one chunk
+// (dot32_pairs), or after the chunks that share one sum (the nf4 rows decoder's pair sums).
+template <int Chains = 4, typename Pair>
+__device__ __forceinline__ void add32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair, __half2 (&acc)[Chains])
 {
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     const __half2 *x = reinterpret_cast<const __half2 *>(xh);
-    __half2 acc[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             unsigned bits = pair(u[i], k);
-            acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
+            acc[k % Chains] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k % Chains]);
         }
     }
-    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
+}
+
+// The chains' sum, in fp32 from their fp16 total.
+template <int Chains> __device__ __forceinline__ float sum_pair_chains(const __half2 (&acc)[Chains])
+{
+    static_assert(Chains == 4 || Chains == 2, "four or two chains");
+    __half2 h = Chains == 4 ? __hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2 % Chains], acc[3 % Chains])) : __hadd2(acc[0], acc[1]);
+    float2 f = __half22float2(h);
     return f.x + f.y;
+}
+
+// 32 weights: fp16 products summed in four pair chains of four, then in fp32. |code| <= 1, so the fp16
+// partial overflows only when x holds values near the fp16 limit; the caller redoes such a chunk in fp32
+// (one check for all R rows, so the rows' lookups interleave without a branch between them).
+template <typename Pair> __device__ __forceinline__ float dot32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair)
+{
+    __half2 acc[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) acc[k] = __float2half2_rn(0.f);
+    add32_pairs(w, xh, pair, acc);
+    return sum_pair_chains(acc);
 }
 
 __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
 {
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
+}
+
+template <int Chains>
+__device__ __forceinline__ void add32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4, __half2 (&acc)[Chains])
+{
+    add32_pairs<Chains>(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); }, acc);
 }
 
 // The rows whose fp16 partial sum overflowed (not finite), redone in fp32 from their 32-weight chunk w[r] and xh.

@@ -68,18 +68,19 @@ __host__ __device__ __forceinline__ void rows_group_warps(long g, long chunks, l
 }
 
 // How `warps` warps split a linear of `groups` row groups of `chunks` chunks: each warp's share (whole steps
-// of u chunks, at least min_steps), the warps that get one, and the most warps a group is split between (its
-// deposit slots).
+// of U chunks, at least min_steps, a multiple of `whole` chunks: U, or two steps for the pair sums), the warps that
+// get one, and the most warps a group is split between (its deposit slots).
 struct RowsShare {
     long per, used;
     int slots;
 };
 
-inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps, long U)
+inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps, long U, long whole = 0)
 {
+    if (whole < U) whole = U;
     long total = groups * chunks, per = (total + warps - 1) / warps;
-    per = (per + U - 1) / U * U;
     if (per < min_steps * U) per = min_steps * U;
+    per = (per + whole - 1) / whole * whole;
     RowsShare sh{per, (total + per - 1) / per, 1};
     for (long g = 0; g < groups; g++) {
         long first, last;
@@ -234,19 +235,27 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default since session 31). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8 and
-// 10-14 were experiments, removed in sessions 30-34 (ENGINE.md says what they were).
+// (the default since session 31), 16 those with one fp16 sum for both steps, 17 that with two chains a row instead of
+// four (session 35). The numbers are the ones the
+// A/B records use (data/h200/README.md); 2-4, 6-8 and 10-15 were experiments, removed in sessions 30-34 (ENGINE.md
+// says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
-    bool scaled;    // the table's codes times 2^-kNf4ScaledShift: no fp16 overflow check
+    int shift;      // > 0: the table's codes times 2^-shift, so no fp16 sum can overflow and nothing is checked
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
+    bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
+    int chains;     // the fp16 chains a row (pair sums: 4 or 2)
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4RowsLeanDefault = kNf4StepsScaled2;
-constexpr RowsSteps kNf4RowsSteps[] = {{0, ", full steps", false, false},
-                                       {1, ", lean steps", false, false},
-                                       {kNf4StepsScaled, ", lean scaled-table steps", true, false},
-                                       {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", true, true}};
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSums2 = 17;
+constexpr int kNf4RowsLeanDefault = kNf4StepsScaled2;
+constexpr RowsSteps kNf4RowsSteps[] = {
+    {0, ", full steps", 0, false, false, 4},
+    {1, ", lean steps", 0, false, false, 4},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, 4},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, 4},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true, 4},
+    {kNf4StepsPairSums2, ", lean steps two a loop, one sum of two chains for both (2^-5 table)", kNf4PairSumsShift, true, true, 2}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -259,8 +268,19 @@ constexpr int nf4_rows_steps_index(int lean)
 // The entry's properties as scalar constants for device code: nvcc refuses the table there when it is indexed through
 // the host function nf4_rows_steps_index.
 template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
-template <int Lean> constexpr bool kRowsScaled = kNf4RowsSteps[kRowsStepsAt<Lean>].scaled;
+template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>].shift;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
+template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
+template <int Lean> constexpr int kRowsChains = kNf4RowsSteps[kRowsStepsAt<Lean>].chains;
+
+// The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
+// steps of a pair in one block, so blocks of 32 columns and steps of several chunks keep the default's.
+inline int nf4_rows_lean_for(int lean, int blocksize, int u)
+{
+    if (nf4_rows_steps_index(lean) >= 0 && kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums && (blocksize < 64 || u != 1))
+        return kNf4RowsLeanDefault;
+    return lean;
+}
 
 constexpr RowsShape kNf4RowsShapes[] = {{16, 1, 2}, {8, 4, 2}, {8, 2, 3}};
 
@@ -307,6 +327,13 @@ __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int
     }
 }
 
+// Step f's weights alone (U = 1), for a step whose scales are the step before's.
+template <int R> __device__ __forceinline__ void rows_weights_load(const MatvecParams &p, int f, int lane, uint4 (&w)[R])
+{
+#pragma unroll
+    for (int r = 0; r < R; r++) w[r] = load_stream(reinterpret_cast<const uint4 *>(p.w) + ((size_t)f * R + r) * kWarp + lane);
+}
+
 // Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
 template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
@@ -341,13 +368,20 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // this spilled, session 15; the scaled steps leave room). Side by side against the scaled steps on an H200 (session 31)
 // whole nf4 tokens were x1.0145 (Qwen2.5-7B), x1.0179 (Llama-3.1-8B), x1.0328 (Qwen2.5-14B); on an H100 x1.0006 and
 // x1.0036, a tie: the decode is issue-bound only at the H200's bandwidth.
+// Pair sums (kNf4StepsPairSums, ECO_CUDA_NF4_ROWS_LEAN=16): the two steps of a loop are one absmax block's two chunks
+// (blocks of >= 64 columns, each warp's share an even number of steps), so their products go on in the same four fp16
+// chains and the block's sum, scale and fp32 add are done once: per row and block, 3 HADD2, 2 conversions, a FADD and
+// an FFMA instead of twice that, and the odd step loads no scales. 32 products a half before the sum: the table is
+// scaled by 2^-5 (kNf4PairSumsShift), so no sum can overflow. =17: two chains a row instead of four (one HADD2 a row and
+// block instead of three, each chain twice as long).
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
     static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
-    constexpr bool kScaled = kRowsScaled<Lean>, kTwoSteps = kRowsTwoSteps<Lean>;
+    constexpr int kShift = kRowsShift<Lean>;
+    constexpr bool kScaled = kShift > 0, kTwoSteps = kRowsTwoSteps<Lean>, kPairSums = kRowsPairSums<Lean> && U == 1;
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
@@ -364,10 +398,13 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    fill_nf4_pair_table(nf4_smem, DoubleQuant, kScaled);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
-    if (preloaded)
+    if constexpr (kPairSums) { // the second step of the first pair: its weights (its scales are the first step's)
+        if (preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
+    } else if (preloaded) {
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
+    }
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
@@ -407,7 +444,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         if (nc == 0 || f + U >= f1) { // the end of a row group, or of this warp's range
             if constexpr (kScaled) {
 #pragma unroll
-                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kNf4ScaledShift);
+                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kShift);
             }
             rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
@@ -416,7 +453,51 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
     };
-    if constexpr (kTwoSteps) {
+    if constexpr (kPairSums) {
+        // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
+        // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
+        for (int f = f0; f < f1; f += 2) {
+            float am[R];
+            [[maybe_unused]] unsigned code[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                am[r] = cur.am[0][r];
+                if constexpr (DoubleQuant) code[r] = cur.code[0][r];
+            }
+            if (f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
+            constexpr int K = kRowsChains<Lean>;
+            __half2 h[R][K];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int k = 0; k < K; k++) h[r][k] = __float2half2_rn(0.f);
+            uint4 xh[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
+#pragma unroll
+            for (int r = 0; r < R; r++) add32_nf4_pairs<K>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
+            if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
+#pragma unroll
+            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                add32_nf4_pairs<K>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
+                acc[r] = fmaf(sum_pair_chains<K>(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
+            }
+            c += 2;
+            if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kShift);
+                rows_deposit<R>(p, g, warp_id, lane, acc);
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r] = 0.f;
+            }
+            if (c == C) {
+                c = 0;
+                g++;
+            }
+        }
+    } else if constexpr (kTwoSteps) {
         for (int f = f0; f < f1; f += 2 * U) {
             step(cur, next, f);
             if (f + U >= f1) break;
