@@ -346,8 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop, the default), 16 (those with one sum for both) or 17 (that of two chains); 2-4, 6-8 and 10-15 were "
-                        "experiments, removed",
+                        "(those two steps a loop, the default), 16 (those with one sum for both), 17 (that of two chains) or 18 (16 with leaner "
+                        "loads); 2-4, 6-8 and 10-15 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -2175,7 +2175,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest today is 397 characters (LEAN=17); session 34's LEAN=14 name passed 384
+    char nf4[512] = "fp32 table"; // the longest today is 401 characters (LEAN=18); session 34's LEAN=14 name passed 384
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);
