@@ -67,7 +67,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 9 scaled two a loop (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -263,7 +263,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
+    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -346,8 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop, the default), 16 (those with one sum for both), 17 (that of two chains) or 18 (16 with leaner "
-                        "loads); 2-4, 6-8 and 10-15 were experiments, removed",
+                        "(those two steps a loop) or 16 (those with one sum for both, the default); 2-4, 6-8, 10-15, 17 and 18 were "
+                        "experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -1096,7 +1096,8 @@ MatvecFn pick_rows_lean(bool dq, int am, int shape, int lean, std::index_sequenc
     return fn;
 }
 
-// lean: 9 the lean steps with the scaled table two a loop (the default), 5 those one a loop, 1 the lean steps, 0 the full steps
+// lean: 16 the pair sums (the default), 9 the lean steps with the scaled table two a loop, 5 those one a loop, 1 the lean
+// steps, 0 the full steps
 // (ECO_CUDA_NF4_ROWS_LEAN, kNf4RowsSteps): the same grid and register cap.
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean)
 {
@@ -2175,7 +2176,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest today is 401 characters (LEAN=18); session 34's LEAN=14 name passed 384
+    char nf4[512] = "fp32 table"; // the longest today is 383 characters; session 34's LEAN=14 name passed 384
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);

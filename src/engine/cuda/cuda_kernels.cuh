@@ -502,11 +502,10 @@ __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 
     return acc;
 }
 
-// 32 weights added into Chains (4 or 2) fp16 pair chains (pair(word, k): the fp16 pair of codes for byte k of the
-// weight word, i.e. how the table is addressed). The caller sums the chains (sum_pair_chains): after one chunk
+// 32 weights added into four fp16 pair chains (pair(word, k): the fp16 pair of codes for byte k of the weight
+// word, i.e. how the table is addressed). The caller sums the chains (sum_pair_chains): after one chunk
 // (dot32_pairs), or after the chunks that share one sum (the nf4 rows decoder's pair sums).
-template <int Chains = 4, typename Pair>
-__device__ __forceinline__ void add32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair, __half2 (&acc)[Chains])
+template <typename Pair> __device__ __forceinline__ void add32_pairs(uint4 w, const uint4 (&xh)[4], Pair pair, __half2 (&acc)[4])
 {
     const unsigned *u = reinterpret_cast<const unsigned *>(&w);
     const __half2 *x = reinterpret_cast<const __half2 *>(xh);
@@ -515,17 +514,15 @@ __device__ __forceinline__ void add32_pairs(uint4 w, const uint4 (&xh)[4], Pair 
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             unsigned bits = pair(u[i], k);
-            acc[k % Chains] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k % Chains]);
+            acc[k] = __hfma2(*reinterpret_cast<const __half2 *>(&bits), x[4 * i + k], acc[k]);
         }
     }
 }
 
-// The chains' sum, in fp32 from their fp16 total.
-template <int Chains> __device__ __forceinline__ float sum_pair_chains(const __half2 (&acc)[Chains])
+// The four chains' sum, in fp32 from their fp16 total.
+__device__ __forceinline__ float sum_pair_chains(const __half2 (&acc)[4])
 {
-    static_assert(Chains == 4 || Chains == 2, "four or two chains");
-    __half2 h = Chains == 4 ? __hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2 % Chains], acc[3 % Chains])) : __hadd2(acc[0], acc[1]);
-    float2 f = __half22float2(h);
+    float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
     return f.x + f.y;
 }
 
@@ -546,10 +543,9 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
-template <int Chains>
-__device__ __forceinline__ void add32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4, __half2 (&acc)[Chains])
+__device__ __forceinline__ void add32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4, __half2 (&acc)[4])
 {
-    add32_pairs<Chains>(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); }, acc);
+    add32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); }, acc);
 }
 
 // The rows whose fp16 partial sum overflowed (not finite), redone in fp32 from their 32-weight chunk w[r] and xh.

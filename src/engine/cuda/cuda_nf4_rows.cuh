@@ -235,29 +235,23 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default since session 31), 16 those with one fp16 sum for both steps, 17 that with two chains a row instead of
-// four (session 35). The numbers are the ones the
-// A/B records use (data/h200/README.md); 2-4, 6-8 and 10-15 were experiments, removed in sessions 30-34 (ENGINE.md
-// says what they were).
+// (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35). The
+// numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15, 17 and 18 were experiments,
+// removed in sessions 30-35 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     int shift;      // > 0: the table's codes times 2^-shift, so no fp16 sum can overflow and nothing is checked
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
     bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
-    int chains;     // the fp16 chains a row (pair sums: 4 or 2)
-    bool lean_pair; // pair sums: both steps' loads after their decodes under one test, weights by a stepped pointer
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSums2 = 17, kNf4StepsPairLean = 18;
-constexpr int kNf4RowsLeanDefault = kNf4StepsScaled2;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, 4, false},
-    {1, ", lean steps", 0, false, false, 4, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, 4, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, 4, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true, 4, false},
-    {kNf4StepsPairSums2, ", lean steps two a loop, one sum of two chains for both (2^-5 table)", kNf4PairSumsShift, true, true, 2, false},
-    {kNf4StepsPairLean, ", lean steps two a loop, one sum for both (2^-5 table), loads by pointer", kNf4PairSumsShift, true, true, 4, true}};
+    {0, ", full steps", 0, false, false},
+    {1, ", lean steps", 0, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -273,15 +267,13 @@ template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>].shift;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
-template <int Lean> constexpr int kRowsChains = kNf4RowsSteps[kRowsStepsAt<Lean>].chains;
-template <int Lean> constexpr bool kRowsLeanPair = kNf4RowsSteps[kRowsStepsAt<Lean>].lean_pair;
 
 // The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
-// steps of a pair in one block, so blocks of 32 columns and steps of several chunks keep the default's.
+// steps of a pair in one block, so blocks of 32 columns and steps of several chunks run the two steps a loop (=9).
 inline int nf4_rows_lean_for(int lean, int blocksize, int u)
 {
     if (nf4_rows_steps_index(lean) >= 0 && kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums && (blocksize < 64 || u != 1))
-        return kNf4RowsLeanDefault;
+        return kNf4StepsScaled2;
     return lean;
 }
 
@@ -294,18 +286,16 @@ template <bool DoubleQuant, int R, int U> struct RowsStep {
 };
 
 // same_block: step f lies in the absmax block of `prev`, the step before it (a step within one block, not at its
-// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN). Weights = false:
-// the scales alone (the caller loads the weights).
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
+// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN).
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RowsStep<DoubleQuant, R, U> &s,
                                                const RowsStep<DoubleQuant, R, U> *prev = nullptr, bool same_block = false)
 {
     const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
-    if constexpr (Weights)
 #pragma unroll
-        for (int u = 0; u < U; u++)
+    for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+        for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
     if constexpr (MayReuse) {
         if (same_block) {
 #pragma unroll
@@ -340,7 +330,7 @@ template <int R> __device__ __forceinline__ void rows_weights_load(const MatvecP
 }
 
 // Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
                                                 RowsStep<DoubleQuant, R, U> &s, const RowsStep<DoubleQuant, R, U> *prev = nullptr,
                                                 bool same_block = false)
@@ -350,7 +340,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
         c = 0;
         if constexpr (DoubleQuant) rows_group_rowB<R>(p, g + 1, lane, rowB);
     }
-    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse, Weights>(p, f, lane, rowB, c, s, prev, same_block);
+    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
@@ -377,8 +367,9 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // (blocks of >= 64 columns, each warp's share an even number of steps), so their products go on in the same four fp16
 // chains and the block's sum, scale and fp32 add are done once: per row and block, 3 HADD2, 2 conversions, a FADD and
 // an FFMA instead of twice that, and the odd step loads no scales. 32 products a half before the sum: the table is
-// scaled by 2^-5 (kNf4PairSumsShift), so no sum can overflow. =17: two chains a row instead of four (one HADD2 a row and
-// block instead of three, each chain twice as long).
+// scaled by 2^-5 (kNf4PairSumsShift), so no sum can overflow. Its SASS loop is about 260 instructions a pair of steps
+// against about 320; side by side on three H100s (data/h200/README.md, session 35) whole nf4 tokens were x1.019-1.021
+// (Qwen2.5-7B), x1.008-1.010 (Llama-3.1-8B) and x1.026 (Qwen2.5-14B) faster than =9's. The default since session 35.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
@@ -458,64 +449,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         c = nc;
         g = ng;
     };
-    if constexpr (kPairSums && kRowsLeanPair<Lean>) {
-        // =18: as =16 below, with f + 1 loaded before the loop (before the wait when preloaded), and each step's
-        // successor-but-one loaded right after the step's decode under one test for both: f + 2 after f, f + 3 after
-        // f + 1, so a load still has one step's decode to arrive in. The weights by a pointer stepped a pair at a
-        // time (the four loads at fixed offsets from it), and both chunks' x from one address.
-        if (!preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
-        const uint4 *wp = reinterpret_cast<const uint4 *>(p.w) + (size_t)f0 * R * kWarp + lane;
-        constexpr int K = kRowsChains<Lean>;
-        for (int f = f0; f < f1; f += 2) {
-            float am[R];
-            [[maybe_unused]] unsigned code[R];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                am[r] = cur.am[0][r];
-                if constexpr (DoubleQuant) code[r] = cur.code[0][r];
-            }
-            const bool more = f + 2 < f1;
-            wp += 2 * R * kWarp;
-            const uint4 *xc = x + (size_t)c * 4;
-            __half2 h[R][K];
-#pragma unroll
-            for (int r = 0; r < R; r++)
-#pragma unroll
-                for (int k = 0; k < K; k++) h[r][k] = __float2half2_rn(0.f);
-            uint4 xh[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(xc + i);
-#pragma unroll
-            for (int r = 0; r < R; r++) add32_nf4_pairs<K>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
-            if (more) {
-#pragma unroll
-                for (int r = 0; r < R; r++) cur.w[0][r] = load_stream(wp + r * kWarp);
-                rows_load_after<DoubleQuant, R, 1, 1, false, false>(p, f + 2, lane, g, c + 1, C, rowB, cur);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(xc + 4 + i);
-#pragma unroll
-            for (int r = 0; r < R; r++) add32_nf4_pairs<K>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
-            if (more)
-#pragma unroll
-                for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                acc[r] = fmaf(sum_pair_chains<K>(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
-            c += 2;
-            if (c == C || !more) { // the end of a row group, or of this warp's range
-#pragma unroll
-                for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kShift);
-                rows_deposit<R>(p, g, warp_id, lane, acc);
-#pragma unroll
-                for (int r = 0; r < R; r++) acc[r] = 0.f;
-            }
-            if (c == C) {
-                c = 0;
-                g++;
-            }
-        }
-    } else if constexpr (kPairSums) {
+    if constexpr (kPairSums) {
         // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
         // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
         for (int f = f0; f < f1; f += 2) {
@@ -527,24 +461,23 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 if constexpr (DoubleQuant) code[r] = cur.code[0][r];
             }
             if (f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
-            constexpr int K = kRowsChains<Lean>;
-            __half2 h[R][K];
+            __half2 h[R][4];
 #pragma unroll
             for (int r = 0; r < R; r++)
 #pragma unroll
-                for (int k = 0; k < K; k++) h[r][k] = __float2half2_rn(0.f);
+                for (int k = 0; k < 4; k++) h[r][k] = __float2half2_rn(0.f);
             uint4 xh[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
-            for (int r = 0; r < R; r++) add32_nf4_pairs<K>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
+            for (int r = 0; r < R; r++) add32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
             if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                add32_nf4_pairs<K>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
-                acc[r] = fmaf(sum_pair_chains<K>(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
+                add32_nf4_pairs(next.w[0][r], xh, nf4_smem, lane4, h[r]);
+                acc[r] = fmaf(sum_pair_chains(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
             }
             c += 2;
             if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
