@@ -346,8 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop) or 16 (those with one sum for both, the default); 2-4, 6-8, 10-15, 17 and 18 were "
-                        "experiments, removed",
+                        "(those two steps a loop), 16 (those with one sum for both, the default) or 19 (16 with its weights by pointer); "
+                        "2-4, 6-8, 10-15, 17 and 18 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;

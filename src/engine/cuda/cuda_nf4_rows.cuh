@@ -235,7 +235,8 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35). The
+// (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35), 19 16 with
+// its weights by a stepped pointer (an experiment of session 35). The
 // numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15, 17 and 18 were experiments,
 // removed in sessions 30-35 (ENGINE.md says what they were).
 struct RowsSteps {
@@ -244,14 +245,17 @@ struct RowsSteps {
     int shift;      // > 0: the table's codes times 2^-shift, so no fp16 sum can overflow and nothing is checked
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
     bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
+    bool pointer;   // pair sums: the weights by a pointer stepped a pair at a time
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4RowsLeanDefault = kNf4StepsPairSums;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairPointer = 19;
+constexpr int kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false},
-    {1, ", lean steps", 0, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true}};
+    {0, ", full steps", 0, false, false, false},
+    {1, ", lean steps", 0, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true, false},
+    {kNf4StepsPairPointer, ", lean steps two a loop, one sum for both (2^-5 table), weights by pointer", kNf4PairSumsShift, true, true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -267,6 +271,7 @@ template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>].shift;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
+template <int Lean> constexpr bool kRowsPointer = kNf4RowsSteps[kRowsStepsAt<Lean>].pointer;
 
 // The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
 // steps of a pair in one block, so blocks of 32 columns and steps of several chunks run the two steps a loop (=9).
@@ -286,16 +291,18 @@ template <bool DoubleQuant, int R, int U> struct RowsStep {
 };
 
 // same_block: step f lies in the absmax block of `prev`, the step before it (a step within one block, not at its
-// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN).
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
+// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN). Weights = false:
+// the scales alone (the caller loads the weights).
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
 __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RowsStep<DoubleQuant, R, U> &s,
                                                const RowsStep<DoubleQuant, R, U> *prev = nullptr, bool same_block = false)
 {
     const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
+    if constexpr (Weights)
 #pragma unroll
-    for (int u = 0; u < U; u++)
+        for (int u = 0; u < U; u++)
 #pragma unroll
-        for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+            for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
     if constexpr (MayReuse) {
         if (same_block) {
 #pragma unroll
@@ -330,7 +337,7 @@ template <int R> __device__ __forceinline__ void rows_weights_load(const MatvecP
 }
 
 // Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
 __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
                                                 RowsStep<DoubleQuant, R, U> &s, const RowsStep<DoubleQuant, R, U> *prev = nullptr,
                                                 bool same_block = false)
@@ -340,7 +347,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
         c = 0;
         if constexpr (DoubleQuant) rows_group_rowB<R>(p, g + 1, lane, rowB);
     }
-    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
+    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse, Weights>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
@@ -451,7 +458,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     };
     if constexpr (kPairSums) {
         // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
-        // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
+        // decodes and f + 2 while f + 1 decodes, as in the two steps a loop. =19: the weights of step f at wp.
+        [[maybe_unused]] const uint4 *wp = reinterpret_cast<const uint4 *>(p.w) + (size_t)f0 * R * kWarp + lane;
         for (int f = f0; f < f1; f += 2) {
             float am[R];
             [[maybe_unused]] unsigned code[R];
@@ -460,7 +468,14 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 am[r] = cur.am[0][r];
                 if constexpr (DoubleQuant) code[r] = cur.code[0][r];
             }
-            if (f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
+            if (f != f0 || !preloaded) {
+                if constexpr (kRowsPointer<Lean>) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
+                } else {
+                    rows_weights_load<R>(p, f + 1, lane, next.w[0]);
+                }
+            }
             __half2 h[R][4];
 #pragma unroll
             for (int r = 0; r < R; r++)
@@ -471,7 +486,16 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) add32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
-            if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
+            if (f + 2 < f1) {
+                if constexpr (kRowsPointer<Lean>) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) cur.w[0][r] = load_stream(wp + (2 * R + r) * kWarp);
+                    rows_load_after<DoubleQuant, R, 1, 1, false, false>(p, f + 2, lane, g, c + 1, C, rowB, cur);
+                } else {
+                    rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
+                }
+            }
+            if constexpr (kRowsPointer<Lean>) wp += 2 * R * kWarp;
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
