@@ -235,8 +235,8 @@ struct RowsShape {
 constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
-// (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35), 19 16 with
-// its weights by a stepped pointer (an experiment of session 35). The
+// (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35; blocks of 32
+// columns run 9, nf4_rows_lean_for), 19 (16 with its weights by a stepped pointer, an experiment of session 35). The
 // numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15, 17 and 18 were experiments,
 // removed in sessions 30-35 (ENGINE.md says what they were).
 struct RowsSteps {
@@ -254,8 +254,10 @@ constexpr RowsSteps kNf4RowsSteps[] = {
     {1, ", lean steps", 0, false, false, false},
     {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false},
     {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both (2^-5 table)", kNf4PairSumsShift, true, true, false},
-    {kNf4StepsPairPointer, ", lean steps two a loop, one sum for both (2^-5 table), weights by pointer", kNf4PairSumsShift, true, true, true}};
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true,
+     false},
+    {kNf4StepsPairPointer, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), weights by pointer",
+     kNf4PairSumsShift, true, true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
