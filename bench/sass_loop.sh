@@ -79,11 +79,11 @@ for l in "${leans[@]}"; do
                     }
                     i++
                 }
-                out = ""; for (k in c) out = out sprintf("%s %d|", k, c[k])
-                m = split(out, parts, "|"); cmd = "sort -k2,2nr | paste -sd, | sed \"s/,/, /g\""
-                for (k = 1; k < m; k++) print parts[k] | cmd
-                close(cmd)
                 printf "%s: %d instructions a loop (head 0x%x, %d LDS); %s\n", label, count, head, c["LDS"], regs
-            }' "$tmp/k.sass" | awk 'NR == 1 {ops = $0; next} {print $0; print "    " ops}'
+                fflush()
+                cmd = "sort -k2,2nr | paste -sd, - | sed \"s/,/, /g; s/^/    /\""
+                for (k in c) printf "%s %d\n", k, c[k] | cmd
+                close(cmd)
+            }' "$tmp/k.sass"
     done
 done

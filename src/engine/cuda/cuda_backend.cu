@@ -2177,7 +2177,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest today is ~477 characters (LEAN=20); session 34's LEAN=14 name passed 384
+    char nf4[512] = "fp32 table"; // the longest today is 478 characters (LEAN=20); session 34's LEAN=14 name passed 384
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);

@@ -476,6 +476,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         // decodes and f + 2 while f + 1 decodes, as in the two steps a loop. =19, =20: the weights of step f at wp; =20:
         // f + 1's at the end of the pair before.
         [[maybe_unused]] const uint4 *wp = reinterpret_cast<const uint4 *>(p.w) + (size_t)f0 * R * kWarp + lane;
+        [[maybe_unused]] auto load_second_at_wp = [&] { // =19, =20: into `next`, the weights of the step after wp's
+#pragma unroll
+            for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
+        };
         if constexpr (kRowsTailLoad<Lean>) { // then the loop has no first-pair test
             if (!preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
         }
@@ -489,8 +493,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             }
             if (!kRowsTailLoad<Lean> && (f != f0 || !preloaded)) {
                 if constexpr (kRowsPointer<Lean>) {
-#pragma unroll
-                    for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
+                    load_second_at_wp();
                 } else {
                     rows_weights_load<R>(p, f + 1, lane, next.w[0]);
                 }
@@ -523,10 +526,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 acc[r] = fmaf(sum_pair_chains(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
             }
             if constexpr (kRowsTailLoad<Lean>) { // the next pair's second step (wp is the next pair's first)
-                if (f + 2 < f1) {
-#pragma unroll
-                    for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
-                }
+                if (f + 2 < f1) load_second_at_wp();
             }
             c += 2;
             if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
