@@ -5,7 +5,8 @@
 # x 2/SM (the default shape).
 # Instruction counts a step are what the H200 rewarded (data/h200/README.md); they are a guide, not a measurement.
 #
-#   bench/sass_loop.sh [LEAN ...]     (default: 16 19 20; the numbers of kNf4RowsSteps)
+#   bench/sass_loop.sh [LEAN ...]     (default: 16; the numbers of kNf4RowsSteps with pair sums:
+#                                     other loops are not walked whole)
 #
 # CUOBJDUMP: the disassembler (default: cuobjdump on PATH or in the toolkit). CUDA 13's is missing on the
 # development machine; Debian 12's CUDA 11.8 one (non-free package nvidia-cuda-toolkit, unpacked anywhere with
@@ -15,7 +16,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 leans=("$@")
-[ ${#leans[@]} -gt 0 ] || leans=(16 19 20)
+[ ${#leans[@]} -gt 0 ] || leans=(16)
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 dis=${CUOBJDUMP:-$(command -v cuobjdump || echo "$(dirname "$nvcc")/cuobjdump")}
 [ -x "$dis" ] || { echo "sass_loop: no cuobjdump (set CUOBJDUMP)" >&2; exit 2; }

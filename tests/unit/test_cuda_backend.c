@@ -480,9 +480,8 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
      * steps with the unscaled table, each chunk's fp16 overflow checked) and 5 (the scaled steps one a loop, also at
      * blocks of 32), 9 (those two a loop, the default in sessions 31-34, which blocks of 32 run under the default's
-     * pair sums), 19 (the pair sums with the weights by pointer), 20 (19 with each pair's second step loaded at the end
-     * of the pair before); all but 0 also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "1", "5", "9", "19", "20"};
+     * pair sums); all but 0 also on grids whose warps start inside a block */
+    const char *other_steps[] = {"0", "1", "5", "9"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
@@ -610,7 +609,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "20"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -669,13 +668,13 @@ static void test_qkv_summing_rule(void **state)
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     /* the nf4 decoder's steps as the engine reads them, here without a GPU: the removed experiments' numbers (and any
      * other that names no steps) are refused, so a recorded A/B's setting never silently runs the default */
-    const char *removed_steps[] = {"2", "3", "4", "6", "7", "8", "10", "11", "12", "13", "14", "15", "17", "18", "-1", "", "99999999999", "2 "};
+    const char *removed_steps[] = {"2", "3", "4", "6", "7", "8", "10", "11", "12", "13", "14", "15", "17", "18", "19", "20", "-1", "", "99999999999", "2 "};
     for (size_t i = 0; i < sizeof removed_steps / sizeof removed_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", removed_steps[i], 1);
         assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
         assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_LEAN"));
     }
-    const char *kept_steps[] = {"0", "1", "5", "9", "16", "19", "20"};
+    const char *kept_steps[] = {"0", "1", "5", "9", "16"};
     for (size_t i = 0; i < sizeof kept_steps / sizeof kept_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", kept_steps[i], 1);
         assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
@@ -800,10 +799,9 @@ static void test_kernels_match_cpu_matvec(void **state)
                  * <= 2^-12) in fp16 products; the fp32 table (table16) is exact to fp32 rounding */
                 /* (2: a row per lane over long ranges, where the lean steps reuse whole blocks' scales, not one chunk
                  * a warp; 3, 4: the same with ECO_CUDA_NF4_ROWS_LEAN=0 and 1, the unscaled table; 5: 5, the
-                 * scaled steps one a loop; 6: 9, those two a loop; 7: 19, the pair sums by pointer; 8: 20, 19 with
-                 * the second steps loaded a pair ahead) */
-                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "5", "9", "19", "20"};
-                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "scaled", "two   ", "ptr   ", "tail  "};
+                 * scaled steps one a loop; 6: 9, those two a loop) */
+                static const char *const steps[] = {NULL, NULL, NULL, "0", "1", "5", "9"};
+                static const char *const labels[] = {"rows  ", "table ", "long  ", "full  ", "lean  ", "scaled", "two   "};
                 const int last = (int)(sizeof steps / sizeof steps[0]) - 1;
                 for (int table = 0; table <= (nf4 && !mma ? last : 0); table++) {
                     if (nf4 && !mma) setenv("ECO_CUDA_NF4", table == 1 ? "table16" : "rows", 1);
@@ -851,8 +849,8 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
      * ECO_CUDA_NF4_ROWS_LEAN=1, the unscaled table, whose overflowed chunks are redone in fp32; "mma": the tensor-core
      * one (fp32 accumulation: no overflow to redo, but fp16 codes, so within 2^-12 rather than exact).
      * Small x (~1e-3): products near fp16's subnormals, most of all with the scaled codes. */
-    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "rows", "rows", "mma"};
-    const char *steps[] = {NULL, NULL, NULL, "1", "5", "9", "19", "20", NULL};
+    const char *decoders[] = {"table16", "lanes", "rows", "rows", "rows", "rows", "mma"};
+    const char *steps[] = {NULL, NULL, NULL, "1", "5", "9", NULL};
     const eco_precision precs[] = {ECO_PREC_NF4, ECO_PREC_NF4_DQ};
     for (size_t d = 0; d < sizeof decoders / sizeof decoders[0]; d++) {
         bool mma = !strcmp(decoders[d], "mma");
@@ -873,7 +871,7 @@ static void test_nf4_kernels_on_extreme_inputs(void **state)
             snprintf(label, sizeof label, "ECO_CUDA_NF4=%-7s%s%s %-6s", decoders[d], steps[d] ? " LEAN=" : "", steps[d] ? steps[d] : "",
                      eco_precision_name(precs[k]));
             print_message("%s x ~ 3e4: worst |dy| / sum|w x| %.2e; x ~ U(-4, 4): %.2e; x ~ U(-1e-3, 1e-3): %.2e\n", label, huge, plain, small);
-            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5, 9, 16, 19, 20: no redo */
+            bool scaled = !strcmp(decoders[d], "rows") && (!steps[d] || strcmp(steps[d], "1")); /* 5, 9, 16: no redo */
             assert_true(huge < (scaled ? 2e-3 : mma ? 3e-4 : 1e-5));
             assert_true(plain < 2e-3);
             assert_true(small < 2e-3);

@@ -346,9 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop), 16 (those with one sum for both, the default), 19 (16 with its weights by pointer) or 20 (19 "
-                        "with each pair's second step loaded at the end of the pair before); "
-                        "2-4, 6-8, 10-15, 17 and 18 were experiments, removed",
+                        "(those two steps a loop) or 16 (those with one sum for both, the default); "
+                        "2-4, 6-8, 10-15 and 17-20 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -2177,7 +2176,7 @@ void eco_cuda_design(char *buf, size_t cap)
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
     snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
-    char nf4[512] = "fp32 table"; // the longest today is 478 characters (LEAN=20); session 34's LEAN=14 name passed 384
+    char nf4[512] = "fp32 table"; // the longest today is 410 characters (the LEAN=16 default); session 36's LEAN=20 name passed 478
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;
     if (nf4_size_rule_env(&lanes_m, &residual_m)) lanes_m = (int)(kNf4LanesMinWeights >> 20), residual_m = (int)(kNf4RowsMinResidual >> 20);

@@ -236,33 +236,22 @@ constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
 // (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35; blocks of 32
-// columns run 9, nf4_rows_lean_for), 19 (16 with its weights by a stepped pointer, an experiment of session 35), 20 (19
-// with each pair's second step loaded at the end of the pair before, an experiment of session 36). The
-// numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15, 17 and 18 were experiments,
-// removed in sessions 30-35 (ENGINE.md says what they were).
+// columns run 9, nf4_rows_lean_for). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8,
+// 10-15 and 17-20 were experiments, removed in sessions 30-37 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     int shift;      // > 0: the table's codes times 2^-shift, so no fp16 sum can overflow and nothing is checked
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
     bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
-    bool pointer;   // pair sums: the weights by a pointer stepped a pair at a time
-    bool tail_load; // and the next pair's second weights loaded at the end of a pair (the first pair's after the wait)
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairPointer = 19, kNf4StepsPairTail = 20;
-constexpr int kNf4RowsLeanDefault = kNf4StepsPairSums;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, false, false},
-    {1, ", lean steps", 0, false, false, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true,
-     false, false},
-    {kNf4StepsPairPointer, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), weights by pointer",
-     kNf4PairSumsShift, true, true, true, false},
-    {kNf4StepsPairTail,
-     ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), weights by pointer, second steps loaded at the previous pair's end",
-     kNf4PairSumsShift, true, true, true, true}};
+    {0, ", full steps", 0, false, false},
+    {1, ", lean steps", 0, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -278,8 +267,6 @@ template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>].shift;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
-template <int Lean> constexpr bool kRowsPointer = kNf4RowsSteps[kRowsStepsAt<Lean>].pointer;
-template <int Lean> constexpr bool kRowsTailLoad = kNf4RowsSteps[kRowsStepsAt<Lean>].tail_load;
 
 // The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
 // steps of a pair in one block, so blocks of 32 columns and steps of several chunks run the two steps a loop (=9).
@@ -299,18 +286,16 @@ template <bool DoubleQuant, int R, int U> struct RowsStep {
 };
 
 // same_block: step f lies in the absmax block of `prev`, the step before it (a step within one block, not at its
-// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN). Weights = false:
-// the scales alone (the caller loads the weights).
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
+// start): its scales are copied from prev rather than asked of L1 again (ECO_CUDA_NF4_ROWS_LEAN).
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_step_load(const MatvecParams &p, int f, int lane, const int (&rowB)[R], int c, RowsStep<DoubleQuant, R, U> &s,
                                                const RowsStep<DoubleQuant, R, U> *prev = nullptr, bool same_block = false)
 {
     const uint4 *w = reinterpret_cast<const uint4 *>(p.w);
-    if constexpr (Weights)
 #pragma unroll
-        for (int u = 0; u < U; u++)
+    for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
+        for (int r = 0; r < R; r++) s.w[u][r] = load_stream(w + ((size_t)(f + u) * R + r) * kWarp + lane);
     if constexpr (MayReuse) {
         if (same_block) {
 #pragma unroll
@@ -345,7 +330,7 @@ template <int R> __device__ __forceinline__ void rows_weights_load(const MatvecP
 }
 
 // Step f, the one after the step at (group g, chunk c); nf4-dq's rowB follows it into a new group.
-template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false, bool Weights = true>
+template <bool DoubleQuant, int R, int U, int AmEvery, bool MayReuse = false>
 __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, int lane, int g, int c, int C, int (&rowB)[R],
                                                 RowsStep<DoubleQuant, R, U> &s, const RowsStep<DoubleQuant, R, U> *prev = nullptr,
                                                 bool same_block = false)
@@ -355,7 +340,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
         c = 0;
         if constexpr (DoubleQuant) rows_group_rowB<R>(p, g + 1, lane, rowB);
     }
-    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse, Weights>(p, f, lane, rowB, c, s, prev, same_block);
+    rows_step_load<DoubleQuant, R, U, AmEvery, MayReuse>(p, f, lane, rowB, c, s, prev, same_block);
 }
 
 // p.chunk_shift: log2(blocksize / 32); p.chunks_per_warp: each warp's share of the flat chunk order (whole
@@ -385,13 +370,6 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // scaled by 2^-5 (kNf4PairSumsShift), so no sum can overflow. Its SASS loop is 272 instructions a pair of steps against
 // =9's 319; side by side on three H100s (data/h200/README.md, session 35) whole nf4 tokens were x1.019-1.021
 // (Qwen2.5-7B), x1.008-1.010 (Llama-3.1-8B) and x1.026 (Qwen2.5-14B) faster than =9's. The default since session 35.
-// Tail loads (kNf4StepsPairTail, =20, session 36, not yet run on a GPU): =19 with each pair's second weights loaded at the
-// end of the pair before (after its second decode, where =16 and =19 load them at the next loop head under a test for
-// the first pair) and the first pair's after the dependency wait when not preloaded, so the loop carries no first-pair
-// test and recomputes no first chunk. bench/sass_loop.sh: 258 instructions a loop against =16's 275 and =19's 265
-// (64 of each kind of PRMT, LDS and HFMA2 in all three), the weights of f + 2 still loaded between the two decodes; nf4
-// no spills, nf4-dq 52 bytes (=16: 24). Moving f + 2's scales to the tail as well let ptxas sink f + 2's weights after
-// the second decode (=18's loss), so they stay where =16 has them.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
@@ -473,16 +451,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     };
     if constexpr (kPairSums) {
         // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
-        // decodes and f + 2 while f + 1 decodes, as in the two steps a loop. =19, =20: the weights of step f at wp; =20:
-        // f + 1's at the end of the pair before.
-        [[maybe_unused]] const uint4 *wp = reinterpret_cast<const uint4 *>(p.w) + (size_t)f0 * R * kWarp + lane;
-        [[maybe_unused]] auto load_second_at_wp = [&] { // =19, =20: into `next`, the weights of the step after wp's
-#pragma unroll
-            for (int r = 0; r < R; r++) next.w[0][r] = load_stream(wp + (R + r) * kWarp);
-        };
-        if constexpr (kRowsTailLoad<Lean>) { // then the loop has no first-pair test
-            if (!preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
-        }
+        // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
         for (int f = f0; f < f1; f += 2) {
             float am[R];
             [[maybe_unused]] unsigned code[R];
@@ -491,13 +460,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 am[r] = cur.am[0][r];
                 if constexpr (DoubleQuant) code[r] = cur.code[0][r];
             }
-            if (!kRowsTailLoad<Lean> && (f != f0 || !preloaded)) {
-                if constexpr (kRowsPointer<Lean>) {
-                    load_second_at_wp();
-                } else {
-                    rows_weights_load<R>(p, f + 1, lane, next.w[0]);
-                }
-            }
+            if (f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
             __half2 h[R][4];
 #pragma unroll
             for (int r = 0; r < R; r++)
@@ -508,25 +471,13 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) add32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
-            if (f + 2 < f1) {
-                if constexpr (kRowsPointer<Lean>) {
-#pragma unroll
-                    for (int r = 0; r < R; r++) cur.w[0][r] = load_stream(wp + (2 * R + r) * kWarp);
-                    rows_load_after<DoubleQuant, R, 1, 1, false, false>(p, f + 2, lane, g, c + 1, C, rowB, cur);
-                } else {
-                    rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
-                }
-            }
-            if constexpr (kRowsPointer<Lean>) wp += 2 * R * kWarp;
+            if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 add32_nf4_pairs(next.w[0][r], xh, nf4_smem, lane4, h[r]);
                 acc[r] = fmaf(sum_pair_chains(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
-            }
-            if constexpr (kRowsTailLoad<Lean>) { // the next pair's second step (wp is the next pair's first)
-                if (f + 2 < f1) load_second_at_wp();
             }
             c += 2;
             if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
