@@ -7,7 +7,8 @@
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
 #   STAGES: comma list of test,engine,prev,ab,profile,variants,sbs,matvec,dims,sass,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
-#   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, side by side.
+#   engine: bench_engine on ENGINE_MODELS x ENGINE_PRECS (default: Qwen2.5 0.5B-14B and Llama-3.1-8B, every precision).
+#   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, in the same call as engine.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
 #   PROFILE_MODELS x PROFILE_PRECS. sbs: bench_engine --variants (the variants held at once and decoded in turn
 #   for SBS_ROUNDS rounds: ratios side by side) per SBS_JOBS entry, or SBS_VARIANTS on SBS_MODELS x SBS_PRECS. variants: bench_engine once per VARIANTS entry (";"-separated env
@@ -55,7 +56,8 @@ if has test; then
 fi
 if has engine; then
     log "bench_engine"
-    timed $(upto 360) $B/bench_engine --models Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B > "$W/bench_engine.txt" 2>&1
+    timed $(upto 360) $B/bench_engine --models ${ENGINE_MODELS:-Qwen2.5-0.5B,Qwen2.5-1.5B,Qwen2.5-3B,Qwen2.5-7B,Llama-3.1-8B,Qwen2.5-14B} \
+        ${ENGINE_PRECS:+--precisions $ENGINE_PRECS} > "$W/bench_engine.txt" 2>&1
     log "bench_engine rc=$?"; cat "$W/bench_engine.txt"
 fi
 if has prev && [ -x .device/bin-prev/bench_engine ]; then

@@ -480,8 +480,9 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     /* the other steps over long ranges, blocksizes 64 and 256, kept for A/Bs: 0 (the full steps) and 1 (the lean
      * steps with the unscaled table, each chunk's fp16 overflow checked) and 5 (the scaled steps one a loop, also at
      * blocks of 32), 9 (those two a loop, the default in sessions 31-34, which blocks of 32 run under the default's
-     * pair sums); all but 0 also on grids whose warps start inside a block */
-    const char *other_steps[] = {"0", "1", "5", "9"};
+     * pair sums), 21 (the pair sums with the first pair told by a flag, session 39); all but 0 also on grids whose warps
+     * start inside a block */
+    const char *other_steps[] = {"0", "1", "5", "9", "21"};
     const size_t n_other = sizeof other_steps / sizeof other_steps[0];
     setenv("ECO_CUDA_NF4_MIN_STEPS", "8", 1);
     for (size_t v = 0; v < n_other; v++) {
@@ -674,7 +675,7 @@ static void test_qkv_summing_rule(void **state)
         assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
         assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_LEAN"));
     }
-    const char *kept_steps[] = {"0", "1", "5", "9", "16"};
+    const char *kept_steps[] = {"0", "1", "5", "9", "16", "21"};
     for (size_t i = 0; i < sizeof kept_steps / sizeof kept_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", kept_steps[i], 1);
         assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);

@@ -67,7 +67,7 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop, 21 pair sums with a first-pair flag
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -263,7 +263,7 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
+    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 21 those with a first-pair flag, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -346,8 +346,8 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop) or 16 (those with one sum for both, the default); "
-                        "2-4, 6-8, 10-15 and 17-20 were experiments, removed",
+                        "(those two steps a loop), 16 (those with one sum for both, the default) or 21 (16 with the first pair "
+                        "told by a flag); 2-4, 6-8, 10-15 and 17-20 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     s->nf4_rows_lean = d.nf4_rows_lean;
     s->pdl = d.pdl;
@@ -975,12 +975,25 @@ eco_err allow_large_shared_memory(void)
             CK(cudaFuncSetAttribute(pick_lanes<false>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(false)));
             CK(cudaFuncSetAttribute(pick_lanes<true>(r, occ), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(true)));
         }
+    // nf4-dq's row decoder looks its table up at a fixed offset in the shared window (kNf4TableWindowOffset): the
+    // system's reserved bytes and the kernel's static shared memory, which come before the table, must add up to it
+    int device = 0, reserved = 0;
+    CK(cudaGetDevice(&device));
+    CK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
     for (int dq = 0; dq < 2; dq++)
         for (int bs = 32; bs <= 128; bs *= 2)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
-                for (const RowsSteps &steps : kNf4RowsSteps)
-                    CK(cudaFuncSetAttribute(pick_rows(dq, bs, shape, steps.lean), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)lanes_smem_bytes(dq)));
+                for (const RowsSteps &steps : kNf4RowsSteps) {
+                    MatvecFn fn = pick_rows(dq, bs, shape, steps.lean);
+                    CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+                    cudaFuncAttributes attr;
+                    CK(cudaFuncGetAttributes(&attr, fn));
+                    if (dq && (size_t)reserved + attr.sharedSizeBytes != kNf4TableWindowOffset)
+                        return eco_fail(ECO_EUNSUPPORTED,
+                                        "CUDA backend: this GPU puts nf4-dq's table at shared-window offset %zu (%d bytes reserved, "
+                                        "%zu static); the kernels were built for %u",
+                                        (size_t)reserved + attr.sharedSizeBytes, reserved, attr.sharedSizeBytes, kNf4TableWindowOffset);
+                }
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -486,6 +486,36 @@ __device__ __forceinline__ unsigned nf4_pair(unsigned word, int k, const unsigne
     return *reinterpret_cast<const unsigned *>(table + __byte_perm(word, lane4, 0x5504u | ((unsigned)k << 4)));
 }
 
+// Where the row decoder's dynamic shared memory (the pair table) begins in the CTA's shared window: sm_90 reserves the
+// window's first 1 KB for the system and matvec_nf4_rows declares no static shared memory (allow_large_shared_memory
+// checks both on the host, the kernel its own address on the device).
+constexpr unsigned kNf4TableWindowOffset = 1024;
+
+// The lane word of nf4_pair_fixed: the table's window address less its low half (the CTA's place in its cluster),
+// and lane * 4.
+__device__ __forceinline__ unsigned nf4_window_lane_word(const unsigned char *table, int lane)
+{
+    return ((unsigned)__cvta_generic_to_shared(table) & 0xFFFF0000u) | (unsigned)lane * 4u;
+}
+
+// nf4_pair for the table at kNf4TableWindowOffset: one byte permute makes the whole address but that offset, which the
+// load takes as an immediate. Why: in the nf4-dq row decoder ptxas kept the table's base in a vector register and
+// added it before every lookup (64 IMADs in a loop of 336 instructions, bench/sass_loop.sh); the plain decoder keeps
+// it in a uniform register, which the load adds for free.
+__device__ __forceinline__ unsigned nf4_pair_fixed(unsigned word, int k, unsigned lane_word)
+{
+    unsigned v, at = __byte_perm(word, lane_word, 0x7604u | ((unsigned)k << 4));
+    asm volatile("ld.shared.b32 %0, [%1+%2];" : "=r"(v) : "r"(at), "n"(kNf4TableWindowOffset));
+    return v;
+}
+
+// The pair lookup the row decoder uses: lane4 is lane * 4 (table: the table) or, Fixed, nf4_window_lane_word's.
+template <bool Fixed> __device__ __forceinline__ unsigned nf4_pair_in(unsigned word, int k, const unsigned char *table, unsigned lane4)
+{
+    if constexpr (Fixed) return nf4_pair_fixed(word, k, lane4);
+    else return nf4_pair(word, k, table, lane4);
+}
+
 // The exact fallback: fp32 codes and products (for a chunk whose fp16 partial overflowed).
 __device__ __noinline__ float dot16_nf4_fp32(uint4 w, uint4 x0, uint4 x1, uint4 x2, uint4 x3)
 {
@@ -543,9 +573,10 @@ __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], 
     return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
 }
 
+template <bool Fixed = false>
 __device__ __forceinline__ void add32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4, __half2 (&acc)[4])
 {
-    add32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); }, acc);
+    add32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair_in<Fixed>(word, k, table, lane4); }, acc);
 }
 
 // The rows whose fp16 partial sum overflowed (not finite), redone in fp32 from their 32-weight chunk w[r] and xh.
@@ -559,14 +590,14 @@ __device__ __forceinline__ void redo_overflowed(const uint4 (&w)[R], const uint4
 
 // The partial sums of R rows' 32-weight chunks w[r] against xh. Checked: each chunk whose fp16 sum overflowed is
 // redone in fp32 (one check for the R rows); unchecked for a table whose codes cannot overflow (kNf4ScaledShift).
-template <int R, bool Checked = true>
+template <int R, bool Checked = true, bool Fixed = false>
 __device__ __forceinline__ void dot32_nf4_rows(const uint4 (&w)[R], const uint4 (&xh)[4], const unsigned char *table, unsigned lane4,
                                                float (&part)[R])
 {
     bool finite = true;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        part[r] = dot32_nf4_pairs(w[r], xh, table, lane4);
+        part[r] = dot32_pairs(w[r], xh, [=](unsigned word, int k) { return nf4_pair_in<Fixed>(word, k, table, lane4); });
         if constexpr (Checked) finite &= isfinite(part[r]);
     }
     if (Checked && !finite) redo_overflowed<R>(w, xh, part);

@@ -236,22 +236,28 @@ constexpr int kNf4RowsPreload = 2;
 // The steps' variants (the template's Lean, ECO_CUDA_NF4_ROWS_LEAN), their words in the engine design string and what
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
 // (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35; blocks of 32
-// columns run 9, nf4_rows_lean_for). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8,
-// 10-15 and 17-20 were experiments, removed in sessions 30-37 (ENGINE.md says what they were).
+// columns run 9, nf4_rows_lean_for), 21 the pair sums with the first pair's preload told by a loop-carried flag (session
+// 39). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15 and 17-20 were experiments,
+// removed in sessions 30-37 (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
     int shift;      // > 0: the table's codes times 2^-shift, so no fp16 sum can overflow and nothing is checked
     bool two_steps; // two steps a loop: the step buffers take turns instead of `cur = next`
     bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
+    bool first_by_flag; // pair sums: whether the first pair's second weights are under way is a loop-carried flag, not
+                        // a test of f against the warp's first chunk (which ptxas recomputed every pass)
 };
-constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4RowsLeanDefault = kNf4StepsPairSums;
+constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSumsFlag = 21,
+              kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false},
-    {1, ", lean steps", 0, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true}};
+    {0, ", full steps", 0, false, false, false},
+    {1, ", lean steps", 0, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false},
+    {kNf4StepsPairSumsFlag, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), first pair by a flag",
+     kNf4PairSumsShift, true, true, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -267,6 +273,7 @@ template <int Lean> constexpr int kRowsStepsAt = nf4_rows_steps_index(Lean);
 template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>].shift;
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
+template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt<Lean>].first_by_flag;
 
 // The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
 // steps of a pair in one block, so blocks of 32 columns and steps of several chunks run the two steps a loop (=9).
@@ -405,7 +412,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     grid_dependency_wait();
     if (f0 >= f1) return;
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
-    const unsigned lane4 = (unsigned)lane * 4u;
+    // nf4-dq: the table's lookups at a fixed window offset (nf4_pair_fixed), which a differently placed table would break
+    constexpr bool kFixedTable = DoubleQuant;
+    if (kFixedTable && ((unsigned)__cvta_generic_to_shared(nf4_smem) & 0xFFFFu) != kNf4TableWindowOffset) __trap();
+    const unsigned lane4 = kFixedTable ? nf4_window_lane_word(nf4_smem, lane) : (unsigned)lane * 4u;
     const uint4 *x = reinterpret_cast<const uint4 *>(p.x);
     float acc[R];
 #pragma unroll
@@ -429,7 +439,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + u) * 4 + i);
             float part[R];
-            dot32_nf4_rows<R, !kScaled>(cur.w[u], xh, nf4_smem, lane4, part);
+            dot32_nf4_rows<R, !kScaled, kFixedTable>(cur.w[u], xh, nf4_smem, lane4, part);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const int ub = u - u % AmEvery;
@@ -452,15 +462,15 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     if constexpr (kPairSums) {
         // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
         // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
+        [[maybe_unused]] bool load_second = !preloaded; // kRowsFirstByFlag<Lean>
         for (int f = f0; f < f1; f += 2) {
-            float am[R];
-            [[maybe_unused]] unsigned code[R];
+            // the block's scale now, not after the decode: nf4-dq's code and nested scale then need no registers
+            // across it (with them, ptxas spilled 24 bytes at the 64-register cap)
+            float scale[R];
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                am[r] = cur.am[0][r];
-                if constexpr (DoubleQuant) code[r] = cur.code[0][r];
-            }
-            if (f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
+            for (int r = 0; r < R; r++) scale[r] = nf4_block_scale<DoubleQuant>(dmap, cur.code[0][r], cur.am[0][r], p.absmax_offset);
+            if (kRowsFirstByFlag<Lean> ? load_second : f != f0 || !preloaded) rows_weights_load<R>(p, f + 1, lane, next.w[0]);
+            if constexpr (kRowsFirstByFlag<Lean>) load_second = true;
             __half2 h[R][4];
 #pragma unroll
             for (int r = 0; r < R; r++)
@@ -470,14 +480,14 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
-            for (int r = 0; r < R; r++) add32_nf4_pairs(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
+            for (int r = 0; r < R; r++) add32_nf4_pairs<kFixedTable>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
             if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
 #pragma unroll
             for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                add32_nf4_pairs(next.w[0][r], xh, nf4_smem, lane4, h[r]);
-                acc[r] = fmaf(sum_pair_chains(h[r]), nf4_block_scale<DoubleQuant>(dmap, code[r], am[r], p.absmax_offset), acc[r]);
+                add32_nf4_pairs<kFixedTable>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
+                acc[r] = fmaf(sum_pair_chains(h[r]), scale[r], acc[r]);
             }
             c += 2;
             if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
