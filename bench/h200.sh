@@ -29,7 +29,7 @@ export ECO_SOURCE_DIR=$PWD
 # timed SECONDS PROGRAM ARGS...: a carried binary through the carried loader and libraries, under a time limit.
 timed() { local t=$1; shift; timeout "$t" "$L/ld-linux-x86-64.so.2" --library-path "$L:${LD_LIBRARY_PATH:-}:/usr/lib/x86_64-linux-gnu" "$@"; }
 left() { echo $((DEADLINE - SECONDS)); }
-upto() { local l; l=$(left); echo $((l < $1 ? l : $1)); } # seconds left, at most $1
+upto() { local l; l=$(left); ((l < 1)) && l=1; echo $((l < $1 ? l : $1)); } # seconds left (at least 1: timeout refuses 0 and below), at most $1
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 pack() { tar -C "$W" -czf "$OUT/results.tgz" . ; }
 trap pack EXIT

@@ -64,6 +64,9 @@ typedef struct {              /* one [rows x cols] linear weight (HF layout: out
  * Non-finite weights are rejected. On success *out owns its buffers (eco_qweight_free). */
 eco_err eco_quantize(eco_precision p, const float *w, uint64_t rows, uint64_t cols, const eco_quant_options *o,
                      eco_qweight *out);
+/* eco_quantize over `threads` threads (at most 64; fewer for small weights): the same bytes whatever the count. */
+eco_err eco_quantize_threads(eco_precision p, const float *w, uint64_t rows, uint64_t cols, const eco_quant_options *o,
+                             int threads, eco_qweight *out);
 eco_err eco_dequantize(const eco_qweight *q, float *w_out);                 /* whole matrix, fp32, rows*cols */
 eco_err eco_dequantize_row(const eco_qweight *q, uint64_t row, float *out); /* one row, cols values */
 

@@ -236,7 +236,93 @@ static inline float max_abs(float m, float v)
     return a > m ? a : m;
 }
 
-static eco_err quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out)
+/* ---- Fan-out: items [0, n) in contiguous ranges, one a thread (the caller runs the first). Every range's work
+ * writes only its own outputs, so the bytes do not depend on the thread count. ---- */
+#define QUANT_MAX_THREADS 64
+#define QUANT_MIN_ELEMS_PER_THREAD ((uint64_t)1 << 18) /* below this a thread costs more than it saves */
+
+typedef void (*range_fn)(void *ctx, uint64_t begin, uint64_t end);
+typedef struct {
+    range_fn fn;
+    void *ctx;
+    uint64_t begin, end;
+} range_job;
+
+static void *range_thread(void *arg)
+{
+    range_job *j = arg;
+    j->fn(j->ctx, j->begin, j->end);
+    return NULL;
+}
+
+/* `elems_per_item` sizes the fan-out: no more threads than QUANT_MIN_ELEMS_PER_THREAD elements each allow. A thread
+ * that cannot be started leaves its range to the caller. */
+static void run_ranges(int threads, uint64_t n, uint64_t elems_per_item, range_fn fn, void *ctx)
+{
+    uint64_t most = n * elems_per_item / QUANT_MIN_ELEMS_PER_THREAD;
+    if (threads > QUANT_MAX_THREADS) threads = QUANT_MAX_THREADS;
+    if ((uint64_t)threads > most) threads = most > 1 ? (int)most : 1;
+    if ((uint64_t)threads > n) threads = (int)n;
+    if (threads <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+    range_job jobs[QUANT_MAX_THREADS];
+    pthread_t th[QUANT_MAX_THREADS];
+    bool started[QUANT_MAX_THREADS] = {false};
+    for (int t = 0; t < threads; t++)
+        jobs[t] = (range_job){fn, ctx, n * (uint64_t)t / (uint64_t)threads, n * (uint64_t)(t + 1) / (uint64_t)threads};
+    for (int t = 1; t < threads; t++) started[t] = pthread_create(&th[t], NULL, range_thread, &jobs[t]) == 0;
+    range_thread(&jobs[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else range_thread(&jobs[t]);
+    }
+}
+
+typedef struct {
+    eco_precision p;
+    const float *w;
+    uint64_t rows, cols;
+    eco_qweight *out;
+    float *absmax;           /* nf4: the blocks' absmax, before double quant */
+    uint64_t first_bad_any;  /* the finite check: the first bad element (UINT64_MAX: none) */
+    pthread_mutex_t lock;
+} quant_job;
+
+static void finite_range(void *ctx, uint64_t begin, uint64_t end)
+{
+    quant_job *j = ctx;
+    for (uint64_t i = begin; i < end; i++) {
+        float v = j->w[i];
+        if (!isfinite(v) || (j->p == ECO_PREC_FP16 && fabsf(v) > ECO_F16_MAX)) {
+            pthread_mutex_lock(&j->lock);
+            if (i < j->first_bad_any) j->first_bad_any = i;
+            pthread_mutex_unlock(&j->lock);
+            return;
+        }
+    }
+}
+
+static void fp16_range(void *ctx, uint64_t begin, uint64_t end)
+{
+    quant_job *j = ctx;
+    uint16_t *h = j->out->data;
+    for (uint64_t i = begin; i < end; i++) h[i] = eco_f32_to_f16(j->w[i]);
+}
+
+static void quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out);
+
+static void rowwise_range(void *ctx, uint64_t begin, uint64_t end)
+{
+    quant_job *j = ctx;
+    eco_qweight part = *j->out; /* rows [begin, end) as a weight of their own */
+    part.data = (uint8_t *)j->out->data + begin * j->cols;
+    part.row_scale = j->out->row_scale + begin;
+    quantize_rowwise(j->p, j->w + begin * j->cols, end - begin, j->cols, &part);
+}
+
+static void quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out)
 {
     for (uint64_t r = 0; r < rows; r++) {
         const float *wr = w + r * cols;
@@ -255,20 +341,21 @@ static eco_err quantize_rowwise(eco_precision p, const float *w, uint64_t rows, 
             for (uint64_t c = 0; c < cols; c++) qr[c] = (int8_t)rintf(wr[c] * inv);
         }
     }
-    return ECO_OK;
 }
 
-static eco_err quantize_nf4(const float *w, uint64_t n, bool dq, eco_qweight *out)
+/* nf4 blocks [begin, end): their absmax and codes. Blocks hold an even number of elements (blocksize >= 32), so each
+ * starts a byte and no byte is shared between ranges. */
+static void nf4_blocks_range(void *ctx, uint64_t begin, uint64_t end)
 {
-    uint64_t bs = (uint64_t)out->blocksize, nb = (n + bs - 1) / bs;
-    float *absmax = malloc(nb * sizeof *absmax);
-    if (!absmax) return eco_fail(ECO_ENOMEM, "nf4: out of memory for %llu absmax values", (unsigned long long)nb);
-    uint8_t *d = out->data;
-    for (uint64_t b = 0; b < nb; b++) {
+    quant_job *j = ctx;
+    const float *w = j->w;
+    uint64_t bs = (uint64_t)j->out->blocksize, n = j->rows * j->cols;
+    uint8_t *d = j->out->data;
+    for (uint64_t b = begin; b < end; b++) {
         uint64_t e0 = b * bs, e1 = e0 + bs < n ? e0 + bs : n;
         float amax = 0.0f;
         for (uint64_t e = e0; e < e1; e++) amax = max_abs(amax, w[e]);
-        absmax[b] = amax;
+        j->absmax[b] = amax;
         /* bitsandbytes multiplies by the fp32 reciprocal; an all-zero block gives 0 * inf = NaN -> code 0,
          * which dequantizes to -1 * 0 = 0 */
         float inv = 1.0f / amax;
@@ -278,6 +365,38 @@ static eco_err quantize_nf4(const float *w, uint64_t n, bool dq, eco_qweight *ou
             else d[e >> 1] = (uint8_t)(code << 4);
         }
     }
+}
+
+/* nf4-dq groups [begin, end) of ECO_DQ_GROUP blocks: their scale and the blocks' codes, from absmax less the offset. */
+static void dq_groups_range(void *ctx, uint64_t begin, uint64_t end)
+{
+    quant_job *j = ctx;
+    eco_qweight *out = j->out;
+    uint64_t bs = (uint64_t)out->blocksize, n = j->rows * j->cols, nb = (n + bs - 1) / bs;
+    float offset = out->absmax_offset, *absmax = j->absmax;
+    const float *map = eco_dynamic_map8();
+    for (uint64_t g = begin; g < end; g++) {
+        uint64_t b0 = g * ECO_DQ_GROUP, b1 = b0 + ECO_DQ_GROUP < nb ? b0 + ECO_DQ_GROUP : nb;
+        float gmax = 0.0f;
+        for (uint64_t b = b0; b < b1; b++) {
+            absmax[b] -= offset; /* torch: _absmax - offset in fp32 */
+            gmax = fmaxf(gmax, fabsf(absmax[b]));
+        }
+        out->absmax_q_scale[g] = gmax;
+        float inv = 1.0f / gmax;
+        for (uint64_t b = b0; b < b1; b++) out->absmax_q[b] = eco_dynamic_quantize_value(map, absmax[b] * inv);
+    }
+}
+
+static eco_err quantize_nf4(quant_job *j, bool dq, int threads)
+{
+    eco_qweight *out = j->out;
+    uint64_t n = j->rows * j->cols, bs = (uint64_t)out->blocksize, nb = (n + bs - 1) / bs;
+    float *absmax = malloc(nb * sizeof *absmax);
+    if (!absmax) return eco_fail(ECO_ENOMEM, "nf4: out of memory for %llu absmax values", (unsigned long long)nb);
+    j->absmax = absmax;
+    run_ranges(threads, nb, bs, nf4_blocks_range, j);
+    uint8_t *d = out->data;
     if (n & 1) d[n >> 1] |= 0x07; /* odd count: the missing low nibble is the zero code 0b0111 */
     if (!dq) {
         out->absmax = absmax;
@@ -290,28 +409,22 @@ static eco_err quantize_nf4(const float *w, uint64_t n, bool dq, eco_qweight *ou
         free(absmax);
         return eco_fail(ECO_ENOMEM, "nf4-dq: out of memory for %llu absmax codes", (unsigned long long)nb);
     }
-    double sum = 0.0;
+    double sum = 0.0; /* in block order whatever the threads: the offset is bit for bit the sequential one */
     for (uint64_t b = 0; b < nb; b++) sum += absmax[b];
-    float offset = (float)(sum / (double)nb);
-    out->absmax_offset = offset;
-    const float *map = eco_dynamic_map8();
-    for (uint64_t g = 0; g < ng; g++) {
-        uint64_t b0 = g * ECO_DQ_GROUP, b1 = b0 + ECO_DQ_GROUP < nb ? b0 + ECO_DQ_GROUP : nb;
-        float gmax = 0.0f;
-        for (uint64_t b = b0; b < b1; b++) {
-            absmax[b] -= offset; /* torch: _absmax - offset in fp32 */
-            gmax = fmaxf(gmax, fabsf(absmax[b]));
-        }
-        out->absmax_q_scale[g] = gmax;
-        float inv = 1.0f / gmax;
-        for (uint64_t b = b0; b < b1; b++) out->absmax_q[b] = eco_dynamic_quantize_value(map, absmax[b] * inv);
-    }
+    out->absmax_offset = (float)(sum / (double)nb);
+    run_ranges(threads, ng, ECO_DQ_GROUP * 8, dq_groups_range, j); /* a block's code: a search of 8 steps */
     free(absmax);
     return ECO_OK;
 }
 
 eco_err eco_quantize(eco_precision p, const float *w, uint64_t rows, uint64_t cols, const eco_quant_options *o,
                      eco_qweight *out)
+{
+    return eco_quantize_threads(p, w, rows, cols, o, 1, out);
+}
+
+eco_err eco_quantize_threads(eco_precision p, const float *w, uint64_t rows, uint64_t cols, const eco_quant_options *o,
+                             int threads, eco_qweight *out)
 {
     if (!out) return eco_fail_field(ECO_EINVAL, "out", "eco_quantize: out is NULL");
     memset(out, 0, sizeof *out);
@@ -343,12 +456,15 @@ eco_err eco_quantize(eco_precision p, const float *w, uint64_t rows, uint64_t co
                                   ECO_INT8_MAX_COLS, (unsigned long long)cols);
     }
     uint64_t n = rows * cols;
-    for (uint64_t i = 0; i < n; i++) {
-        if (!isfinite(w[i]) || (p == ECO_PREC_FP16 && fabsf(w[i]) > ECO_F16_MAX))
-            return eco_fail_field(ECO_EINVAL, "w", "eco_quantize: w[%llu] (row %llu, col %llu) = %g is %s",
-                                  (unsigned long long)i, (unsigned long long)(i / cols),
-                                  (unsigned long long)(i % cols), (double)w[i],
-                                  isfinite(w[i]) ? "outside the fp16 range" : "not finite");
+    quant_job job = {.p = p, .w = w, .rows = rows, .cols = cols, .out = out, .first_bad_any = UINT64_MAX};
+    pthread_mutex_init(&job.lock, NULL);
+    run_ranges(threads, n, 1, finite_range, &job); /* the first bad element overall, as one thread would find it */
+    pthread_mutex_destroy(&job.lock);
+    if (job.first_bad_any != UINT64_MAX) {
+        uint64_t i = job.first_bad_any;
+        return eco_fail_field(ECO_EINVAL, "w", "eco_quantize: w[%llu] (row %llu, col %llu) = %g is %s",
+                              (unsigned long long)i, (unsigned long long)(i / cols), (unsigned long long)(i % cols),
+                              (double)w[i], isfinite(w[i]) ? "outside the fp16 range" : "not finite");
     }
     out->format = p;
     out->rows = rows;
@@ -360,20 +476,15 @@ eco_err eco_quantize(eco_precision p, const float *w, uint64_t rows, uint64_t co
                                     (unsigned long long)rows, (unsigned long long)cols);
     eco_err err = ECO_OK;
     switch (p) {
-    case ECO_PREC_FP16: {
-        uint16_t *h = out->data;
-        for (uint64_t i = 0; i < n; i++) h[i] = eco_f32_to_f16(w[i]);
-        break;
-    }
+    case ECO_PREC_FP16: run_ranges(threads, n, 1, fp16_range, &job); break;
     case ECO_PREC_INT8:
     case ECO_PREC_INT8_MIXED:
     case ECO_PREC_FP8:
         out->row_scale = malloc(rows * sizeof(float));
-        err = out->row_scale ? quantize_rowwise(p, w, rows, cols, out)
-                             : eco_fail(ECO_ENOMEM, "eco_quantize: out of memory for %llu row scales",
-                                        (unsigned long long)rows);
+        if (out->row_scale) run_ranges(threads, rows, cols, rowwise_range, &job);
+        else err = eco_fail(ECO_ENOMEM, "eco_quantize: out of memory for %llu row scales", (unsigned long long)rows);
         break;
-    default: err = quantize_nf4(w, n, p == ECO_PREC_NF4_DQ, out); break;
+    default: err = quantize_nf4(&job, p == ECO_PREC_NF4_DQ, threads); break;
     }
     if (err) eco_qweight_free(out);
     return err;

@@ -1,5 +1,7 @@
 /* Weight formats: NF4 codebook, packing and ties; double quant; int8 / fp8 rounding; error bounds on Gaussian
  * matrices; qmatvec against naive references (LLM.int8 decomposition written out independently here). */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "eco/quant.h"
@@ -505,6 +507,61 @@ static void test_bad_input(void **state)
     eco_qweight_free(NULL);
 }
 
+/* eco_quantize_threads gives eco_quantize's bytes at any thread count: weights large enough that every format fans
+ * out (nf4-dq's groups too), an odd element count (nf4's last half byte), and the first bad element reported even when
+ * a later range finds its own first. */
+static void expect_same_qweight(const eco_qweight *a, const eco_qweight *b)
+{
+    uint64_t n = a->rows * a->cols, nb = a->blocksize ? (n + (uint64_t)a->blocksize - 1) / (uint64_t)a->blocksize : 0;
+    assert_int_equal(a->format, b->format);
+    size_t data = a->format == ECO_PREC_FP16 ? n * 2 : a->format == ECO_PREC_NF4 || a->format == ECO_PREC_NF4_DQ ? (n + 1) / 2 : n;
+    assert_memory_equal(a->data, b->data, data);
+    if (a->row_scale) assert_memory_equal(a->row_scale, b->row_scale, a->rows * sizeof(float));
+    if (a->absmax) assert_memory_equal(a->absmax, b->absmax, nb * sizeof(float));
+    if (a->absmax_q) {
+        assert_memory_equal(a->absmax_q, b->absmax_q, nb);
+        assert_memory_equal(a->absmax_q_scale, b->absmax_q_scale, (nb + 255) / 256 * sizeof(float));
+        assert_memory_equal(&a->absmax_offset, &b->absmax_offset, sizeof(float));
+    }
+}
+
+static void test_quantize_threads(void **state)
+{
+    (void)state;
+    const uint64_t shapes[][2] = {{2048, 4096}, {1023, 2049}}; /* 8.4M elements (nf4-dq's 512 groups fan out); odd */
+    const eco_precision formats[] = {ECO_PREC_FP16, ECO_PREC_INT8, ECO_PREC_INT8_MIXED, ECO_PREC_NF4, ECO_PREC_NF4_DQ, ECO_PREC_FP8};
+    const int threads[] = {2, 3, 8};
+    for (size_t sh = 0; sh < 2; sh++) {
+        uint64_t rows = shapes[sh][0], cols = shapes[sh][1];
+        float *w = gauss_matrix(rows * cols, 0.05f);
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+            if (sh == 1 && formats[f] == ECO_PREC_NF4_DQ) continue; /* the odd shape: nf4's half byte suffices */
+            eco_qweight one, many;
+            assert_int_equal(eco_quantize(formats[f], w, rows, cols, NULL, &one), ECO_OK);
+            for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+                assert_int_equal(eco_quantize_threads(formats[f], w, rows, cols, NULL, threads[t], &many), ECO_OK);
+                expect_same_qweight(&one, &many);
+                eco_qweight_free(&many);
+            }
+            eco_qweight_free(&one);
+        }
+        free(w);
+    }
+    uint64_t rows = 1024, cols = 4096, n = rows * cols;
+    float *w = gauss_matrix(n, 0.05f);
+    w[n - 7] = INFINITY;         /* in the last range */
+    w[n / 3 + 5] = NAN;          /* the first bad element: its row and column in the message */
+    eco_qweight q;
+    char want[64];
+    snprintf(want, sizeof want, "w[%llu] (row %llu, col %llu)", (unsigned long long)(n / 3 + 5),
+             (unsigned long long)((n / 3 + 5) / cols), (unsigned long long)((n / 3 + 5) % cols));
+    for (int t = 1; t <= 8; t *= 2) {
+        expect_err(eco_quantize_threads(ECO_PREC_NF4, w, rows, cols, NULL, t, &q), ECO_EINVAL, "w", want);
+        assert_null(q.data);
+    }
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_double_quant),     cmocka_unit_test(test_int8_fp8_rounding),
         cmocka_unit_test(test_error_bounds),     cmocka_unit_test(test_qmatvec_vs_naive),
         cmocka_unit_test(test_int8_mixed),       cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_quantize_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,7 +153,7 @@ static eco_err load_linear(cpu_state *s, eco_weights *w, eco_weight_kind k, int 
     eco_err e = eco_weights_get(w, k, layer, &f, &n);
     if (e) return e;
     eco_weight_shape(&s->c, k, &rows, &cols);
-    e = eco_quantize(p, f, rows, cols, &s->o.quant, q);
+    e = eco_quantize_threads(p, f, rows, cols, &s->o.quant, cpu_pool_threads(s->pool), q);
     free(f);
     if (e) return eco_fail_context("quantizing %s (layer %d) to %s: ", eco_weight_kind_name(k), layer, eco_precision_name(p));
     s->resident += eco_precision_weight_bytes(q->format, rows, cols);
