@@ -311,17 +311,6 @@ static void fp16_range(void *ctx, uint64_t begin, uint64_t end)
     for (uint64_t i = begin; i < end; i++) h[i] = eco_f32_to_f16(j->w[i]);
 }
 
-static void quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out);
-
-static void rowwise_range(void *ctx, uint64_t begin, uint64_t end)
-{
-    quant_job *j = ctx;
-    eco_qweight part = *j->out; /* rows [begin, end) as a weight of their own */
-    part.data = (uint8_t *)j->out->data + begin * j->cols;
-    part.row_scale = j->out->row_scale + begin;
-    quantize_rowwise(j->p, j->w + begin * j->cols, end - begin, j->cols, &part);
-}
-
 static void quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uint64_t cols, eco_qweight *out)
 {
     for (uint64_t r = 0; r < rows; r++) {
@@ -341,6 +330,15 @@ static void quantize_rowwise(eco_precision p, const float *w, uint64_t rows, uin
             for (uint64_t c = 0; c < cols; c++) qr[c] = (int8_t)rintf(wr[c] * inv);
         }
     }
+}
+
+static void rowwise_range(void *ctx, uint64_t begin, uint64_t end)
+{
+    quant_job *j = ctx;
+    eco_qweight part = *j->out; /* rows [begin, end) as a weight of their own */
+    part.data = (uint8_t *)j->out->data + begin * j->cols;
+    part.row_scale = j->out->row_scale + begin;
+    quantize_rowwise(j->p, j->w + begin * j->cols, end - begin, j->cols, &part);
 }
 
 /* nf4 blocks [begin, end): their absmax and codes. Blocks hold an even number of elements (blocksize >= 32), so each

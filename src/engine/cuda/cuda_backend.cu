@@ -986,9 +986,10 @@ eco_err allow_large_shared_memory(void)
                 for (const RowsSteps &steps : kNf4RowsSteps) {
                     MatvecFn fn = pick_rows(dq, bs, shape, steps.lean);
                     CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+                    if (!dq) continue;
                     cudaFuncAttributes attr;
                     CK(cudaFuncGetAttributes(&attr, fn));
-                    if (dq && (size_t)reserved + attr.sharedSizeBytes != kNf4TableWindowOffset)
+                    if ((size_t)reserved + attr.sharedSizeBytes != kNf4TableWindowOffset)
                         return eco_fail(ECO_EUNSUPPORTED,
                                         "CUDA backend: this GPU puts nf4-dq's table at shared-window offset %zu (%d bytes reserved, "
                                         "%zu static); the kernels were built for %u",

@@ -568,9 +568,10 @@ template <typename Pair> __device__ __forceinline__ float dot32_pairs(uint4 w, c
     return sum_pair_chains(acc);
 }
 
+template <bool Fixed = false>
 __device__ __forceinline__ float dot32_nf4_pairs(uint4 w, const uint4 (&xh)[4], const unsigned char *table, unsigned lane4)
 {
-    return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair(word, k, table, lane4); });
+    return dot32_pairs(w, xh, [=](unsigned word, int k) { return nf4_pair_in<Fixed>(word, k, table, lane4); });
 }
 
 template <bool Fixed = false>
@@ -597,7 +598,7 @@ __device__ __forceinline__ void dot32_nf4_rows(const uint4 (&w)[R], const uint4 
     bool finite = true;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        part[r] = dot32_pairs(w[r], xh, [=](unsigned word, int k) { return nf4_pair_in<Fixed>(word, k, table, lane4); });
+        part[r] = dot32_nf4_pairs<Fixed>(w[r], xh, table, lane4);
         if constexpr (Checked) finite &= isfinite(part[r]);
     }
     if (Checked && !finite) redo_overflowed<R>(w, xh, part);
