@@ -4,6 +4,8 @@
  * besides each role's summed duration it reports its share of the critical path: the time by which a
  * kernel's end extends past the end of everything before it. Those shares add up to the token's time.
  * A development tool, built only where CUPTI is installed (never by CI's tests).
+ * With ECO_CUDA_NF4_ROWS_LEAN=22 and ECO_CUDA_NF4_ROWS_TRACE=FILE it also prints the nf4 row decoder's warp trace
+ * (eco/warp_trace.h): when its warps were released, streamed and ended, per linear.
  * usage: kernel_profile [--models A,B] [--precisions fp16,...] [--tokens N] */
 #include <cupti_activity.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "eco/engine.h"
 #include "eco/model.h"
+#include "eco/warp_trace.h"
 #include "model_sweep.h"
 
 typedef struct {
@@ -115,6 +118,46 @@ static void assign_roles(KernelSpan *s, size_t n, int layers)
     }
 }
 
+/* The role of an nf4 linear of rows x cols in model c (the row decoder's SwiGLU linear counts both halves). */
+static const char *linear_role(const eco_model_config *c, uint32_t rows, uint32_t cols, char *buf, size_t cap)
+{
+    uint32_t hidden = (uint32_t)c->hidden, q = (uint32_t)(c->heads * c->head_dim), inter = (uint32_t)c->intermediate;
+    uint32_t qkv = (uint32_t)((c->heads + 2 * c->kv_heads) * c->head_dim);
+    if (rows == qkv && cols == hidden) return "qkv";
+    if (rows == hidden && cols == q) return "o";
+    if (rows == 2 * inter && cols == hidden) return "gate_up";
+    if (rows == hidden && cols == inter) return "down";
+    snprintf(buf, cap, "%ux%u", rows, cols);
+    return buf;
+}
+
+/* The warp trace the engine wrote as it closed (ECO_CUDA_NF4_ROWS_TRACE), summarized per linear. */
+static void print_warp_trace(const eco_model_config *c, const char *path)
+{
+    eco_rows_trace_record *r;
+    size_t n;
+    eco_warp_trace_summary s;
+    if (eco_rows_trace_read(path, &r, &n) || eco_warp_trace_summarize(r, n, &s)) {
+        printf("  warp trace: %s\n", eco_last_error());
+        return;
+    }
+    free(r);
+    printf("  warp trace (%s): %zu warps of %zu launches; SM clock %.3f GHz; globaltimer step %.0f ns\n"
+           "  us after each launch's release (its first warp past the dependency wait), averaged over launches;\n"
+           "  stream: a warp's release to its last deposit; epilogue: to its end; SM end: its last warp's\n",
+           path, s.records, s.launches, s.cycles_per_ns, s.timer_step_ns);
+    printf("  %-8s %6s %6s %7s %13s %13s %13s %19s %13s\n", "linear", "launch", "warps", "entry", "release p50/mx",
+           "stream p50/mx", "epilog p50/mx", "end p50/p90/max", "SM end min/50");
+    for (int i = 0; i < s.n_linears; i++) {
+        const eco_warp_trace_linear *l = &s.linears[i];
+        char buf[32];
+        printf("  %-8s %6d %6.0f %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f\n",
+               linear_role(c, l->rows, l->cols, buf, sizeof buf), l->launches, l->warps, l->entry_spread_us, l->release_p50_us,
+               l->release_max_us, l->stream_p50_us, l->stream_max_us, l->epilogue_p50_us, l->epilogue_max_us, l->end_p50_us,
+               l->end_p90_us, l->end_max_us, l->sm_end_min_us, l->sm_end_p50_us);
+    }
+}
+
 #define WARMUP_TOKENS 16 /* decoded untraced first: graph captured, clocks up */
 
 struct profile_run {
@@ -175,6 +218,8 @@ static int profile_one(const eco_model_config *c, eco_weights *w, eco_precision 
         printf("  %-14s %8.1f %10.2f %10.1f %12.1f %6.1f%%\n", roles[i].name, (double)roles[i].count / decoded,
                roles[i].sum_us / roles[i].count, roles[i].sum_us / decoded, roles[i].critical_us / decoded,
                100.0 * roles[i].critical_us / decoded / wall_us);
+    const char *trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
+    if (trace && *trace) print_warp_trace(c, trace);
     fflush(stdout);
     return 0;
 }

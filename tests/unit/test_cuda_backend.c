@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "eco_test.h"
 #include <jansson.h>
@@ -680,6 +681,23 @@ static void test_qkv_summing_rule(void **state)
         setenv("ECO_CUDA_NF4_ROWS_LEAN", kept_steps[i], 1);
         assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     }
+    /* the warp trace (22) and its file come together: either alone is refused, as is a ring out of range */
+    setenv("ECO_CUDA_NF4_ROWS_LEAN", "22", 1);
+    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_TRACE=FILE"));
+    setenv("ECO_CUDA_NF4_ROWS_TRACE", "/tmp/eco_unused_trace", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    const char *bad_rings[] = {"1023", "67108865", "many"};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS", bad_rings[i], 1);
+        assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
+        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_TRACE_RECORDS"));
+    }
+    unsetenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
+    setenv("ECO_CUDA_NF4_ROWS_LEAN", "16", 1);
+    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_LEAN=22"));
+    unsetenv("ECO_CUDA_NF4_ROWS_TRACE");
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     /* the rule follows the nf4 decoders' settings */
     setenv("ECO_CUDA_NF4", "lanes", 1);
@@ -761,6 +779,102 @@ static double worst_kernel_error(const eco_qweight *q, const float *x)
     free(yg);
     free(row);
     return worst;
+}
+
+/* The trace file's header, read as the file holds it. */
+static eco_rows_trace_header trace_header(const char *path)
+{
+    eco_rows_trace_header h;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(&h, sizeof h, 1, f), 1);
+    fclose(f);
+    return h;
+}
+
+/* =22, the default steps with each warp's times recorded: the same sums as the default, one record a warp with work
+ * (checked against the linear's split), the ring keeping the last records when it wraps, and a whole model's trace
+ * summarized per linear. */
+static void test_nf4_rows_warp_trace(void **state)
+{
+    (void)state;
+    if (!have_device() || !eco_cuda_qmatvec) skip();
+    char path[] = "/tmp/eco_warp_trace_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    const uint64_t rows = 1024, cols = 4096;
+    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * cols);
+    assert_non_null(w);
+    assert_non_null(x);
+    uint32_t h = 4242;
+    for (uint64_t i = 0; i < rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
+    for (uint64_t j = 0; j < cols; j++) x[j] = (next_unit(&h) - 0.5f) * 4.f;
+    eco_qweight q;
+    assert_int_equal(eco_quantize(ECO_PREC_NF4, w, rows, cols, NULL, &q), ECO_OK);
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    setenv("ECO_CUDA_NF4_ROWS_LEAN", "22", 1);
+    setenv("ECO_CUDA_NF4_ROWS_TRACE", path, 1);
+    setenv("ECO_CUDA_NF4_MIN_STEPS", "32", 1); /* 64 warps of 32 steps: each several microseconds long */
+    assert_true(worst_kernel_error(&q, x) < 1e-5);
+    eco_rows_trace_record *r;
+    size_t n;
+    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    const long chunks = (long)(rows / 64) * (long)(cols / 32);
+    assert_true(n > 0);
+    assert_int_equal(r[0].chunks_per_warp, 32);
+    assert_int_equal((long)n, (chunks + r[0].chunks_per_warp - 1) / r[0].chunks_per_warp);
+    unsigned char seen[64] = {0};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(r[i].rows, rows);
+        assert_int_equal(r[i].cols, cols);
+        assert_true(r[i].warp < 64);
+        assert_int_equal(seen[r[i].warp]++, 0);
+        assert_true(r[i].clk_released <= r[i].clk_streamed && r[i].clk_streamed <= r[i].clk_end);
+    }
+    eco_warp_trace_summary s;
+    assert_int_equal(eco_warp_trace_summarize(r, n, &s), ECO_OK);
+    free(r);
+    print_message("1024 x 4096, 64 warps: SM clock %.3f GHz, globaltimer step %.0f ns, stream p50 %.2f us, end max %.2f us\n",
+                  s.cycles_per_ns, s.timer_step_ns, s.linears[0].stream_p50_us, s.linears[0].end_max_us);
+    assert_int_equal(s.launches, 1);
+    assert_true(s.cycles_per_ns > 0.5 && s.cycles_per_ns < 3.5);
+    assert_true(s.linears[0].stream_p50_us > 0 && s.linears[0].end_max_us >= s.linears[0].end_p50_us);
+    /* a ring of 1024 over 2048 warps of a step pair each: the last 1024 kept, the header counting all */
+    unsetenv("ECO_CUDA_NF4_MIN_STEPS");
+    setenv("ECO_CUDA_NF4_BLOCKS", "128", 1);
+    setenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS", "1024", 1);
+    eco_qweight wide_q;
+    float *w2 = realloc(w, sizeof(float) * 2 * rows * cols);
+    assert_non_null(w2);
+    w = w2;
+    for (uint64_t i = 0; i < 2 * rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
+    assert_int_equal(eco_quantize(ECO_PREC_NF4, w, 2 * rows, cols, NULL, &wide_q), ECO_OK);
+    assert_true(worst_kernel_error(&wide_q, x) < 1e-5);
+    eco_rows_trace_header hd = trace_header(path);
+    assert_int_equal(hd.records, 1024);
+    assert_true(hd.written > 1024);
+    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    assert_int_equal(n, 1024);
+    free(r);
+    unsetenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
+    unsetenv("ECO_CUDA_NF4_BLOCKS");
+    /* a whole model: its logits as the default steps', the trace written as the engine closes */
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_summarize(r, n, &s), ECO_OK);
+    free(r);
+    print_message("medium nf4 model: %zu warps, %zu launches, %d linears\n", s.records, s.launches, s.n_linears);
+    assert_true(s.n_linears >= 2);
+    assert_true(s.launches >= (size_t)s.n_linears);
+    unsetenv("ECO_CUDA_NF4_ROWS_TRACE");
+    unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
+    unsetenv("ECO_CUDA_NF4");
+    eco_qweight_free(&q);
+    eco_qweight_free(&wide_q);
+    free(w);
+    free(x);
+    unlink(path);
 }
 
 /* Each format's kernel on one linear against eco_qmatvec, rows not a multiple of the rows per warp, residual
@@ -1070,6 +1184,7 @@ int main(void)
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
+        cmocka_unit_test(test_nf4_rows_warp_trace),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),

@@ -67,7 +67,9 @@ struct Design {
     int nf4_occ;           // the lane decoder's blocks per SM its registers allow (ECO_CUDA_NF4_OCC 1..3); 0: did not parse
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
-    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop, 21 pair sums with a first-pair flag
+    int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop, 21 pair sums with a first-pair flag, 22 pair sums traced
+    const char *nf4_rows_trace; // ECO_CUDA_NF4_ROWS_TRACE: =22's warp trace file (eco_rows_trace_record), or NULL
+    int nf4_rows_trace_records; // ECO_CUDA_NF4_ROWS_TRACE_RECORDS: the ring's records (the last ones are kept); -1: did not parse
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
     bool mma_fp16_auto;    // ECO_CUDA_MMA unset: fp16's o, gate_up and down join where eco_mma_fp16_by_default(hidden)
@@ -126,6 +128,8 @@ constexpr long kNf4RowsMinTall = 64l << 20, kNf4RowsMinResidual = 8l << 20;
 constexpr int kNf4RowsMinAspect = 4;
 constexpr long kNf4LanesMinWeights = 16l << 20;
 constexpr int kNf4OccByDefault = 2;
+// =22's warp trace ring: 2^21 records of 48 bytes (96 MB) hold the last ~4 tokens of a 7B model's nf4 linears.
+constexpr int kRowsTraceRecordsDefault = 1 << 21;
 
 // qkv summed like a residual add into zeroed memory, so no warp waits for a row group's last one and the nf4 qkv
 // goes on the row-per-lane decoder (as o does); bias, RoPE and the KV write then run in the attention kernel,
@@ -228,6 +232,11 @@ Design requested_design(void)
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = kNf4RowsLeanDefault;
     if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0)) d.nf4_rows_lean = -1;
+    d.nf4_rows_trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
+    if (d.nf4_rows_trace && !*d.nf4_rows_trace) d.nf4_rows_trace = NULL;
+    const char *ring = getenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
+    d.nf4_rows_trace_records = kRowsTraceRecordsDefault;
+    if (ring && !parse_int_in(ring, 1024, 1 << 26, &d.nf4_rows_trace_records)) d.nf4_rows_trace_records = -1;
     const char *occ = getenv("ECO_CUDA_NF4_OCC");
     d.nf4_occ = !occ ? kNf4OccByDefault : !strcmp(occ, "1") ? 1 : !strcmp(occ, "2") ? 2 : !strcmp(occ, "3") ? 3 : 0;
     d.mma_ok = parse_mma_formats(getenv("ECO_CUDA_MMA"), &d.mma);
@@ -263,7 +272,11 @@ struct State {
     bool nf4_lanes_any_size; /* all nf4 linears on it; else those of >= kNf4LanesMinWeights */
     bool nf4_rows;  /* nf4 linears interleaved a row per lane (cuda_nf4_rows.cuh), ahead of both decoders above */
     bool nf4_rows_any_size; /* all nf4 linears on it; else the big, tall ones (kNf4RowsMinWeights, kNf4RowsMinAspect) */
-    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 21 those with a first-pair flag, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
+    int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 21 those with a first-pair flag, 22 those traced, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
+    char *rows_trace_path; /* =22: where its warp trace goes when the engine (or standalone linear) closes */
+    int rows_trace_cap;    /* the device ring's records */
+    unsigned long long *rows_trace; /* the ring (rows_trace_open), or NULL */
+    unsigned *rows_trace_next;
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -346,10 +359,22 @@ eco_err apply_design(State *s, const Design &d)
     s->nf4_rows_any_size = d.nf4_rows_any_size;
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
-                        "(those two steps a loop), 16 (those with one sum for both, the default) or 21 (16 with the first pair "
-                        "told by a flag); 2-4, 6-8, 10-15 and 17-20 were experiments, removed",
+                        "(those two steps a loop), 16 (those with one sum for both, the default), 21 (16 with the first pair "
+                        "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15 and 17-20 were experiments, removed",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
+    bool traced = kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].trace;
+    if (traced && !d.nf4_rows_trace)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=%d traces every warp of the nf4 row decoder: name its file with "
+                        "ECO_CUDA_NF4_ROWS_TRACE=FILE", d.nf4_rows_lean);
+    if (!traced && d.nf4_rows_trace)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_TRACE=\"%s\": the warp trace is the steps of ECO_CUDA_NF4_ROWS_LEAN=%d "
+                        "(now %d)", d.nf4_rows_trace, kNf4StepsTraced, d.nf4_rows_lean);
+    if (d.nf4_rows_trace_records < 0)
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_TRACE_RECORDS=\"%s\": want a whole number of records, 1024..%d",
+                        getenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS"), 1 << 26);
     s->nf4_rows_lean = d.nf4_rows_lean;
+    if (d.nf4_rows_trace && !(s->rows_trace_path = strdup(d.nf4_rows_trace))) return eco_fail(ECO_ENOMEM, "out of memory");
+    s->rows_trace_cap = d.nf4_rows_trace_records;
     s->pdl = d.pdl;
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
@@ -369,6 +394,63 @@ eco_err apply_design(State *s, const Design &d)
 eco_err cuda_fail(cudaError_t e, const char *what)
 {
     return eco_fail(ECO_EDEVICE, "CUDA %s: %s", what, cudaGetErrorString(e));
+}
+
+// =22: the device ring the traced kernels write, named to them through g_rows_trace. One traced engine or linear
+// at a time: the ring is the process's.
+eco_err rows_trace_open(State *s)
+{
+    if (!s->rows_trace_path) return ECO_OK;
+    cudaError_t ce = cudaMalloc(&s->rows_trace, (size_t)s->rows_trace_cap * kRowsTraceWords * sizeof(unsigned long long));
+    if (ce == cudaSuccess) ce = cudaMalloc(&s->rows_trace_next, sizeof(unsigned));
+    if (ce == cudaSuccess) ce = cudaMemset(s->rows_trace_next, 0, sizeof(unsigned));
+    RowsTraceRing ring = {s->rows_trace, s->rows_trace_next, (unsigned)s->rows_trace_cap};
+    if (ce == cudaSuccess) ce = cudaMemcpyToSymbol(g_rows_trace, &ring, sizeof ring);
+    return ce == cudaSuccess ? ECO_OK : cuda_fail(ce, "warp trace ring (ECO_CUDA_NF4_ROWS_TRACE)");
+}
+
+// Writes the ring's records, oldest first, to the trace file (format in eco/cuda.h) and frees it.
+eco_err rows_trace_close(State *s)
+{
+    if (!s->rows_trace) {
+        free(s->rows_trace_path);
+        s->rows_trace_path = NULL;
+        return ECO_OK;
+    }
+    static_assert(sizeof(eco_rows_trace_record) == kRowsTraceWords * sizeof(unsigned long long), "the kernels' record words");
+    const RowsTraceRing none = {NULL, NULL, 0};
+    unsigned written = 0;
+    size_t words = (size_t)s->rows_trace_cap * kRowsTraceWords;
+    unsigned long long *ring = (unsigned long long *)malloc(words * sizeof *ring);
+    eco_err e = ring ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
+    cudaError_t ce = cudaDeviceSynchronize();
+    if (ce == cudaSuccess) ce = cudaMemcpy(&written, s->rows_trace_next, sizeof written, cudaMemcpyDeviceToHost);
+    if (ce == cudaSuccess && ring) ce = cudaMemcpy(ring, s->rows_trace, words * sizeof *ring, cudaMemcpyDeviceToHost);
+    if (ce == cudaSuccess) ce = cudaMemcpyToSymbol(g_rows_trace, &none, sizeof none);
+    if (!e && ce != cudaSuccess) e = cuda_fail(ce, "warp trace ring (ECO_CUDA_NF4_ROWS_TRACE)");
+    if (!e) {
+        uint64_t cap = (uint64_t)s->rows_trace_cap, n = written < cap ? written : cap, first = written < cap ? 0 : written % cap;
+        eco_rows_trace_header h;
+        memcpy(h.magic, ECO_ROWS_TRACE_MAGIC, sizeof h.magic);
+        h.version = ECO_ROWS_TRACE_VERSION;
+        h.record_bytes = sizeof(eco_rows_trace_record);
+        h.records = n;
+        h.written = written;
+        FILE *f = fopen(s->rows_trace_path, "wb");
+        bool ok = f && fwrite(&h, sizeof h, 1, f) == 1;
+        for (uint64_t i = 0; ok && i < n; i++)
+            ok = fwrite(ring + (first + i) % cap * kRowsTraceWords, sizeof(eco_rows_trace_record), 1, f) == 1;
+        if (f && fclose(f)) ok = false;
+        if (!ok) e = eco_fail(ECO_EIO, "warp trace %s: cannot write it", s->rows_trace_path);
+    }
+    free(ring);
+    cudaFree(s->rows_trace);
+    cudaFree(s->rows_trace_next);
+    s->rows_trace = NULL;
+    s->rows_trace_next = NULL;
+    free(s->rows_trace_path);
+    s->rows_trace_path = NULL;
+    return e;
 }
 
 #define CK(call)                                                   \
@@ -1632,6 +1714,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     resolve_qkv_atomic(s, p);
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
+    if ((e = rows_trace_open(s))) return e;
     s->layers = (Layer *)calloc((size_t)c->layers, sizeof(Layer));
     if (!s->layers) return eco_fail(ECO_ENOMEM, "out of memory");
     int kv_dim = c->kv_heads * c->head_dim, q_dim = c->heads * c->head_dim;
@@ -1783,6 +1866,7 @@ void cuda_destroy(void *state)
     State *s = (State *)state;
     if (!s) return;
     if (s->stream) cudaStreamSynchronize(s->stream);
+    if (rows_trace_close(s)) fprintf(stderr, "cuda backend: %s\n", eco_last_error()); // destroy has no error to return
     if (s->graph_ready) cudaGraphExecDestroy(s->graph);
     for (int l = 0; s->layers && l < s->cfg.layers; l++) {
         Layer &L = s->layers[l];
@@ -1885,14 +1969,17 @@ eco_err standalone_open(State &s, size_t cols)
     if ((e = dalloc(&s, &s.xq, cols)) || (e = dalloc(&s, &s.x_absmax, 1)) || (e = dalloc(&s, &s.outliers, kMaxOutliers)) ||
         (e = dalloc(&s, &s.n_outliers, 1)))
         return e;
-    return ECO_OK;
+    return rows_trace_open(&s);
 }
 
-void standalone_close(State &s)
+// Also writes =22's warp trace: its error, if any (the first of a failed call is kept).
+eco_err standalone_close(State &s)
 {
+    eco_err e = rows_trace_close(&s);
     void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals};
     for (void *p : bufs) cudaFree(p);
     if (s.stream) cudaStreamDestroy(s.stream);
+    return e;
 }
 
 // The best of 5 replays of a graph in ms, after warming it for >= 100 ms, not one replay: on the H200 the first
@@ -2094,8 +2181,8 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     free_linear(lin);
     cudaFree(dx);
     cudaFree(dy);
-    standalone_close(s);
-    return e;
+    eco_err closed = standalone_close(s);
+    return e ? e : closed;
 }
 
 eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision, int *atomic)
@@ -2109,6 +2196,7 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
         resolve_qkv_atomic(s, precision);
         *atomic = s->qkv_atomic;
     }
+    free(s->rows_trace_path);
     free(s);
     return e;
 }

@@ -237,8 +237,9 @@ constexpr int kNf4RowsPreload = 2;
 // each is made of: 0 full, 1 lean, 5 lean with the scaled table (the default in session 30), 9 those two steps a loop
 // (the default in sessions 31-34), 16 those with one fp16 sum for both steps (the default since session 35; blocks of 32
 // columns run 9, nf4_rows_lean_for), 21 the pair sums with the first pair's preload told by a loop-carried flag (session
-// 39). The numbers are the ones the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15 and 17-20 were experiments,
-// removed in sessions 30-37 (ENGINE.md says what they were).
+// 39), 22 the default's steps with a warp trace (session 40; ECO_CUDA_NF4_ROWS_TRACE, below). The numbers are the ones
+// the A/B records use (data/h200/README.md); 2-4, 6-8, 10-15 and 17-20 were experiments, removed in sessions 30-37
+// (ENGINE.md says what they were).
 struct RowsSteps {
     int lean;
     const char *name;
@@ -247,17 +248,20 @@ struct RowsSteps {
     bool pair_sums; // and the two steps (one absmax block, blocks of >= 64) share their fp16 chains and one sum
     bool first_by_flag; // pair sums: whether the first pair's second weights are under way is a loop-carried flag, not
                         // a test of f against the warp's first chunk (which ptxas recomputed every pass)
+    bool trace;         // pair sums: each warp records when it entered, was released, finished its stream and ended
 };
 constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSumsFlag = 21,
-              kNf4RowsLeanDefault = kNf4StepsPairSums;
+              kNf4StepsTraced = 22, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, false},
-    {1, ", lean steps", 0, false, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false},
+    {0, ", full steps", 0, false, false, false, false},
+    {1, ", lean steps", 0, false, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false, false},
     {kNf4StepsPairSumsFlag, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), first pair by a flag",
-     kNf4PairSumsShift, true, true, true}};
+     kNf4PairSumsShift, true, true, true, false},
+    {kNf4StepsTraced, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), warps traced",
+     kNf4PairSumsShift, true, true, false, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -274,6 +278,50 @@ template <int Lean> constexpr int kRowsShift = kNf4RowsSteps[kRowsStepsAt<Lean>]
 template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Lean>].two_steps;
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
 template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt<Lean>].first_by_flag;
+template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
+
+// The warp trace (=22): where a linear's time goes between its warps, which CUPTI's kernel spans cannot show. Each warp
+// that has work writes one eco_rows_trace_record (eco/cuda.h) into a ring the host allocates and names here; NULL
+// records nothing. Times are %globaltimer (ns, comparable across SMs) at entry and end, and the SM's clock64 between.
+struct RowsTraceRing {
+    unsigned long long *rec; // [cap][kRowsTraceWords]
+    unsigned *next;          // records written so far (the ring wraps)
+    unsigned cap;
+};
+constexpr int kRowsTraceWords = 6;
+__device__ RowsTraceRing g_rows_trace;
+
+__device__ __forceinline__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned sm_id()
+{
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+
+// One warp's record: entry (ns and clock), the clocks after the dependency wait and before its last deposit, its end.
+__device__ __forceinline__ void rows_trace_record(const MatvecParams &p, int warp_id, int lane, unsigned long long ns0, long long clk0,
+                                                  long long clk_released, long long clk_streamed)
+{
+    long long clk_end = clock64();
+    unsigned long long ns_end = global_ns();
+    const RowsTraceRing ring = g_rows_trace;
+    if (lane != 0 || !ring.rec) return;
+    unsigned i = atomicAdd(ring.next, 1u) % ring.cap;
+    unsigned long long *r = ring.rec + (size_t)i * kRowsTraceWords;
+    r[0] = ns0;
+    r[1] = ns_end;
+    r[2] = (unsigned long long)(clk_released - clk0) | (unsigned long long)(clk_streamed - clk0) << 32;
+    r[3] = (unsigned long long)(clk_end - clk0) | (unsigned long long)sm_id() << 32;
+    r[4] = (unsigned long long)(unsigned)warp_id | (unsigned long long)(unsigned)p.chunks_per_warp << 32;
+    r[5] = (unsigned long long)(unsigned)p.rows | (unsigned long long)(unsigned)p.cols << 32;
+}
 
 // The steps a linear of absmax blocks of `blocksize` runs under ECO_CUDA_NF4_ROWS_LEAN=lean: the pair sums need both
 // steps of a pair in one block, so blocks of 32 columns and steps of several chunks run the two steps a loop (=9).
@@ -385,7 +433,14 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     static_assert(kRowsStepsAt<Lean> >= 0, "steps of kNf4RowsSteps");
     constexpr int kShift = kRowsShift<Lean>;
     constexpr bool kScaled = kShift > 0, kTwoSteps = kRowsTwoSteps<Lean>, kPairSums = kRowsPairSums<Lean> && U == 1;
+    constexpr bool kTrace = kRowsTrace<Lean> && kPairSums; // steps of several chunks run =9 (nf4_rows_lean_for): untraced
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
+    [[maybe_unused]] unsigned long long trace_ns0 = 0;
+    [[maybe_unused]] long long trace_clk0 = 0, trace_released = 0, trace_streamed = 0;
+    if constexpr (kTrace) {
+        trace_ns0 = global_ns();
+        trace_clk0 = clock64();
+    }
     grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = Lean ? (int)((unsigned)p.cols >> 5) : p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
@@ -411,6 +466,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     __syncthreads();
     grid_dependency_wait();
     if (f0 >= f1) return;
+    if constexpr (kTrace) trace_released = clock64();
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     // nf4-dq: the table's lookups at a fixed window offset (nf4_pair_fixed), which a differently placed table would break
     constexpr bool kFixedTable = DoubleQuant;
@@ -493,6 +549,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             if (c == C || f + 2 >= f1) { // the end of a row group, or of this warp's range
 #pragma unroll
                 for (int r = 0; r < R; r++) acc[r] *= (float)(1 << kShift);
+                if constexpr (kTrace)
+                    if (f + 2 >= f1) trace_streamed = clock64();
                 rows_deposit<R>(p, g, warp_id, lane, acc);
 #pragma unroll
                 for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -502,6 +560,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 g++;
             }
         }
+        if constexpr (kTrace) rows_trace_record(p, warp_id, lane, trace_ns0, trace_clk0, trace_released, trace_streamed);
     } else if constexpr (kTwoSteps) {
         for (int f = f0; f < f1; f += 2 * U) {
             step(cur, next, f);
