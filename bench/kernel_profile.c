@@ -134,10 +134,10 @@ static const char *linear_role(const eco_model_config *c, uint32_t rows, uint32_
 /* The warp trace the engine wrote as it closed (ECO_CUDA_NF4_ROWS_TRACE), summarized per linear. */
 static void print_warp_trace(const eco_model_config *c, const char *path)
 {
-    eco_rows_trace_record *r;
+    eco_warp_trace_record *r;
     size_t n;
     eco_warp_trace_summary s;
-    if (eco_rows_trace_read(path, &r, &n) || eco_warp_trace_summarize(r, n, &s)) {
+    if (eco_warp_trace_read(path, &r, &n) || eco_warp_trace_summarize(r, n, &s)) {
         printf("  warp trace: %s\n", eco_last_error());
         return;
     }

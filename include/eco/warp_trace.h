@@ -3,7 +3,7 @@
  *
  * The CUDA backend writes it under ECO_CUDA_NF4_ROWS_LEAN=22 (the default steps, each warp with work recording
  * itself into a device ring of ECO_CUDA_NF4_ROWS_TRACE_RECORDS, default 2^21) with ECO_CUDA_NF4_ROWS_TRACE=FILE:
- * when the engine or linear closes, FILE gets an eco_rows_trace_header and the ring's last `records` records,
+ * when the engine or linear closes, FILE gets an eco_warp_trace_header and the ring's last `records` records,
  * oldest first. Reading and summarizing need no device. */
 #ifndef ECO_WARP_TRACE_H
 #define ECO_WARP_TRACE_H
@@ -13,16 +13,16 @@
 
 #include "eco/err.h"
 
-#define ECO_ROWS_TRACE_MAGIC "ECOWARPS"
-#define ECO_ROWS_TRACE_VERSION 1u
+#define ECO_WARP_TRACE_MAGIC "ECOWARPS"
+#define ECO_WARP_TRACE_VERSION 1u
 
 typedef struct {
-    char magic[8];         /* ECO_ROWS_TRACE_MAGIC, not terminated */
-    uint32_t version;      /* ECO_ROWS_TRACE_VERSION */
-    uint32_t record_bytes; /* sizeof(eco_rows_trace_record) */
+    char magic[8];         /* ECO_WARP_TRACE_MAGIC, not terminated */
+    uint32_t version;      /* ECO_WARP_TRACE_VERSION */
+    uint32_t record_bytes; /* sizeof(eco_warp_trace_record) */
     uint64_t records;      /* in the file */
     uint64_t written;      /* by the kernels: more than records when the ring wrapped */
-} eco_rows_trace_header;
+} eco_warp_trace_header;
 
 typedef struct {
     uint64_t ns_entry, ns_end;           /* %globaltimer (ns, one clock for all SMs) as the warp began and ended */
@@ -30,11 +30,11 @@ typedef struct {
     uint32_t clk_end, sm;                /* cycles from entry to the end; the SM */
     uint32_t warp, chunks_per_warp;      /* the warp in the grid; the linear's share of 1 KB steps a warp */
     uint32_t rows, cols;                 /* the linear */
-} eco_rows_trace_record;
+} eco_warp_trace_record;
 
 /* Reads a trace file: *out (free() it) holds *n records. ECO_EIO (cannot open), ECO_EFORMAT (not a trace of this
  * version, cut short, or bytes after its records), ECO_ENOMEM. */
-eco_err eco_rows_trace_read(const char *path, eco_rows_trace_record **out, size_t *n);
+eco_err eco_warp_trace_read(const char *path, eco_warp_trace_record **out, size_t *n);
 
 /* One linear shape's launches, each launch's figures averaged over them. Times in microseconds; a launch's
  * release is its first warp's pass of the dependency wait (the kernel before it is done). */
@@ -63,6 +63,6 @@ typedef struct {
 /* Groups the records into launches (ordered by entry: a new launch where the shape changes or entries are more
  * than 10 us apart) and summarizes each shape. ECO_EINVAL for no records or a record whose times run backwards;
  * ECO_ETOOBIG past ECO_WARP_TRACE_MAX_LINEARS shapes; ECO_ENOMEM. */
-eco_err eco_warp_trace_summarize(const eco_rows_trace_record *r, size_t n, eco_warp_trace_summary *out);
+eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_warp_trace_summary *out);
 
 #endif

@@ -9,23 +9,23 @@
 #define LAUNCH_GAP_NS 10000u         /* entries further apart than this are two launches of one shape */
 #define CLOCK_SPAN_NS 2000u          /* records this long at least tell the SM clock (globaltimer steps are coarse) */
 
-eco_err eco_rows_trace_read(const char *path, eco_rows_trace_record **out, size_t *n)
+eco_err eco_warp_trace_read(const char *path, eco_warp_trace_record **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return eco_fail(ECO_EIO, "warp trace %s: cannot open it", path);
-    eco_rows_trace_header h;
+    eco_warp_trace_header h;
     eco_err e = ECO_OK;
-    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, ECO_ROWS_TRACE_MAGIC, sizeof h.magic))
-        e = eco_fail(ECO_EFORMAT, "warp trace %s: not a warp trace (no %s header)", path, ECO_ROWS_TRACE_MAGIC);
-    else if (h.version != ECO_ROWS_TRACE_VERSION || h.record_bytes != sizeof(eco_rows_trace_record))
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, ECO_WARP_TRACE_MAGIC, sizeof h.magic))
+        e = eco_fail(ECO_EFORMAT, "warp trace %s: not a warp trace (no %s header)", path, ECO_WARP_TRACE_MAGIC);
+    else if (h.version != ECO_WARP_TRACE_VERSION || h.record_bytes != sizeof(eco_warp_trace_record))
         e = eco_fail(ECO_EFORMAT, "warp trace %s: version %u with %u-byte records; this build reads version %u with %zu", path,
-                     h.version, h.record_bytes, ECO_ROWS_TRACE_VERSION, sizeof(eco_rows_trace_record));
+                     h.version, h.record_bytes, ECO_WARP_TRACE_VERSION, sizeof(eco_warp_trace_record));
     else if (h.records > h.written || h.records > (1ull << 26))
         e = eco_fail(ECO_EFORMAT, "warp trace %s: %llu records of %llu written is not a ring's content", path,
                      (unsigned long long)h.records, (unsigned long long)h.written);
-    eco_rows_trace_record *r = NULL;
+    eco_warp_trace_record *r = NULL;
     if (!e && h.records && !(r = malloc((size_t)h.records * sizeof *r))) e = eco_fail(ECO_ENOMEM, "out of memory");
     size_t got = !e && h.records ? fread(r, sizeof *r, (size_t)h.records, f) : 0;
     if (!e && got != h.records)
@@ -44,7 +44,7 @@ eco_err eco_rows_trace_read(const char *path, eco_rows_trace_record **out, size_
 
 static int by_entry(const void *a, const void *b)
 {
-    const eco_rows_trace_record *x = a, *y = b;
+    const eco_warp_trace_record *x = a, *y = b;
     if (x->ns_entry != y->ns_entry) return x->ns_entry < y->ns_entry ? -1 : 1;
     return x->warp < y->warp ? -1 : x->warp > y->warp;
 }
@@ -73,7 +73,7 @@ static eco_warp_trace_linear *linear_of(eco_warp_trace_summary *s, uint32_t rows
     return l;
 }
 
-static eco_err check_records(const eco_rows_trace_record *r, size_t n)
+static eco_err check_records(const eco_warp_trace_record *r, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (r[i].ns_end < r[i].ns_entry || r[i].clk_released > r[i].clk_streamed || r[i].clk_streamed > r[i].clk_end)
@@ -84,7 +84,7 @@ static eco_err check_records(const eco_rows_trace_record *r, size_t n)
 }
 
 /* Median cycles a nanosecond over the records long enough for %globaltimer's steps not to matter. */
-static eco_err sm_clock(const eco_rows_trace_record *r, size_t n, double *scratch, double *cycles_per_ns)
+static eco_err sm_clock(const eco_warp_trace_record *r, size_t n, double *scratch, double *cycles_per_ns)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
@@ -95,7 +95,7 @@ static eco_err sm_clock(const eco_rows_trace_record *r, size_t n, double *scratc
 }
 
 /* One launch, records l[0..n): its figures added to `lin`. */
-static void add_launch(const eco_rows_trace_record *l, size_t n, double cpn, double *scratch, double *sm_end, eco_warp_trace_linear *lin)
+static void add_launch(const eco_warp_trace_record *l, size_t n, double cpn, double *scratch, double *sm_end, eco_warp_trace_linear *lin)
 {
     double release = 1e300, *v = scratch;
     for (size_t i = 0; i < n; i++) {
@@ -129,13 +129,13 @@ static void add_launch(const eco_rows_trace_record *l, size_t n, double cpn, dou
     lin->sm_end_p50_us += quantile(v, sms, 0.5);
 }
 
-eco_err eco_warp_trace_summarize(const eco_rows_trace_record *r, size_t n, eco_warp_trace_summary *out)
+eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_warp_trace_summary *out)
 {
     memset(out, 0, sizeof *out);
     if (!r || !n) return eco_fail(ECO_EINVAL, "warp trace: no records");
     eco_err e = check_records(r, n);
     if (e) return e;
-    eco_rows_trace_record *sorted = malloc(n * sizeof *sorted);
+    eco_warp_trace_record *sorted = malloc(n * sizeof *sorted);
     double *scratch = malloc(n * sizeof *scratch), *sm_end = malloc(MAX_SM * sizeof *sm_end);
     if (!sorted || !scratch || !sm_end) e = eco_fail(ECO_ENOMEM, "out of memory");
     if (!e) e = sm_clock(r, n, scratch, &out->cycles_per_ns);

@@ -782,9 +782,9 @@ static double worst_kernel_error(const eco_qweight *q, const float *x)
 }
 
 /* The trace file's header, read as the file holds it. */
-static eco_rows_trace_header trace_header(const char *path)
+static eco_warp_trace_header trace_header(const char *path)
 {
-    eco_rows_trace_header h;
+    eco_warp_trace_header h;
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     assert_int_equal(fread(&h, sizeof h, 1, f), 1);
@@ -817,9 +817,9 @@ static void test_nf4_rows_warp_trace(void **state)
     setenv("ECO_CUDA_NF4_ROWS_TRACE", path, 1);
     setenv("ECO_CUDA_NF4_MIN_STEPS", "32", 1); /* 64 warps of 32 steps: each several microseconds long */
     assert_true(worst_kernel_error(&q, x) < 1e-5);
-    eco_rows_trace_record *r;
+    eco_warp_trace_record *r;
     size_t n;
-    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_read(path, &r, &n), ECO_OK);
     const long chunks = (long)(rows / 64) * (long)(cols / 32);
     assert_true(n > 0);
     assert_int_equal(r[0].chunks_per_warp, 32);
@@ -851,17 +851,17 @@ static void test_nf4_rows_warp_trace(void **state)
     for (uint64_t i = 0; i < 2 * rows * cols; i++) w[i] = (next_unit(&h) - 0.5f) * 0.2f;
     assert_int_equal(eco_quantize(ECO_PREC_NF4, w, 2 * rows, cols, NULL, &wide_q), ECO_OK);
     assert_true(worst_kernel_error(&wide_q, x) < 1e-5);
-    eco_rows_trace_header hd = trace_header(path);
+    eco_warp_trace_header hd = trace_header(path);
     assert_int_equal(hd.records, 1024);
     assert_true(hd.written > 1024);
-    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_read(path, &r, &n), ECO_OK);
     assert_int_equal(n, 1024);
     free(r);
     unsetenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     /* a whole model: its logits as the default steps', the trace written as the engine closes */
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    assert_int_equal(eco_rows_trace_read(path, &r, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_read(path, &r, &n), ECO_OK);
     assert_int_equal(eco_warp_trace_summarize(r, n, &s), ECO_OK);
     free(r);
     print_message("medium nf4 model: %zu warps, %zu launches, %d linears\n", s.records, s.launches, s.n_linears);

@@ -16,9 +16,9 @@
 #define CPN 2.0 /* the SM clock of the made-up records: 2 cycles a ns */
 
 /* A warp's record from absolute times in ns: entry, release, last deposit, end. */
-static eco_rows_trace_record rec(uint32_t rows, uint32_t sm, uint32_t warp, uint64_t entry, uint64_t released, uint64_t streamed, uint64_t end)
+static eco_warp_trace_record rec(uint32_t rows, uint32_t sm, uint32_t warp, uint64_t entry, uint64_t released, uint64_t streamed, uint64_t end)
 {
-    eco_rows_trace_record r = {0};
+    eco_warp_trace_record r = {0};
     r.ns_entry = entry;
     r.ns_end = end;
     r.clk_released = (uint32_t)(CPN * (double)(released - entry));
@@ -33,7 +33,7 @@ static eco_rows_trace_record rec(uint32_t rows, uint32_t sm, uint32_t warp, uint
 }
 
 /* Launch of shape `rows` at `t0`: four warps on SMs 0, 0, 1, 2 (worked values in test_summary). */
-static size_t launch_a(eco_rows_trace_record *r, uint32_t rows, uint64_t t0)
+static size_t launch_a(eco_warp_trace_record *r, uint32_t rows, uint64_t t0)
 {
     r[0] = rec(rows, 0, 0, t0 + 1000, t0 + 5000, t0 + 9000, t0 + 9500);
     r[1] = rec(rows, 0, 1, t0 + 1100, t0 + 5200, t0 + 9800, t0 + 10000);
@@ -50,13 +50,13 @@ static void near(double got, double want)
 static void test_summary(void **state)
 {
     (void)state;
-    eco_rows_trace_record r[10];
+    eco_warp_trace_record r[10];
     size_t n = launch_a(r, 100, 0);
     r[n++] = rec(200, 3, 0, 50000, 53000, 56000, 57000); /* another shape between: its own launch */
     r[n++] = rec(200, 4, 16, 50050, 53500, 55000, 56500);
     n += launch_a(r + n, 100, 100000);
     /* stored out of order, as a ring of warps finishing at different times is */
-    eco_rows_trace_record tmp = r[0];
+    eco_warp_trace_record tmp = r[0];
     r[0] = r[9];
     r[9] = tmp;
     eco_warp_trace_summary s;
@@ -96,7 +96,7 @@ static void test_summary(void **state)
 static void test_launch_split_by_gap(void **state)
 {
     (void)state;
-    eco_rows_trace_record r[8];
+    eco_warp_trace_record r[8];
     size_t n = launch_a(r, 100, 0);
     n += launch_a(r + n, 100, 10301); /* its first entry 10001 ns after the other's last */
     eco_warp_trace_summary s;
@@ -114,7 +114,7 @@ static void test_launch_split_by_gap(void **state)
 static void test_summary_refusals(void **state)
 {
     (void)state;
-    eco_rows_trace_record r[17];
+    eco_warp_trace_record r[17];
     memset(r, 0, sizeof r);
     eco_warp_trace_summary s;
     assert_int_equal(eco_warp_trace_summarize(r, 0, &s), ECO_EINVAL);
@@ -137,7 +137,7 @@ static void test_summary_refusals(void **state)
 }
 
 /* A trace file as the CUDA backend writes one: header, then `n` records; `extra` bytes of junk after them. */
-static void write_trace(const char *path, const eco_rows_trace_header *h, const eco_rows_trace_record *r, size_t n, size_t extra)
+static void write_trace(const char *path, const eco_warp_trace_header *h, const eco_warp_trace_record *r, size_t n, size_t extra)
 {
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
@@ -147,13 +147,13 @@ static void write_trace(const char *path, const eco_rows_trace_header *h, const 
     assert_int_equal(fclose(f), 0);
 }
 
-static eco_rows_trace_header header(uint64_t records)
+static eco_warp_trace_header header(uint64_t records)
 {
-    eco_rows_trace_header h;
+    eco_warp_trace_header h;
     memset(&h, 0, sizeof h);
-    memcpy(h.magic, ECO_ROWS_TRACE_MAGIC, sizeof h.magic);
-    h.version = ECO_ROWS_TRACE_VERSION;
-    h.record_bytes = sizeof(eco_rows_trace_record);
+    memcpy(h.magic, ECO_WARP_TRACE_MAGIC, sizeof h.magic);
+    h.version = ECO_WARP_TRACE_VERSION;
+    h.record_bytes = sizeof(eco_warp_trace_record);
     h.records = records;
     h.written = records + 7;
     return h;
@@ -166,51 +166,51 @@ static void test_read(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    eco_rows_trace_record r[4], *got;
+    eco_warp_trace_record r[4], *got;
     size_t n;
     launch_a(r, 100, 0);
-    eco_rows_trace_header h = header(4);
+    eco_warp_trace_header h = header(4);
     write_trace(path, &h, r, 4, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_OK);
     assert_int_equal(n, 4);
     assert_memory_equal(got, r, sizeof r);
     free(got);
 
     write_trace(path, &h, r, 3, 0); /* cut short */
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
     assert_non_null(strstr(eco_last_error(), "cut short, 3 of its 4"));
     assert_null(got);
     assert_int_equal(n, 0);
     write_trace(path, &h, r, 4, 5); /* trailing bytes */
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
-    eco_rows_trace_header bad = h;
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
+    eco_warp_trace_header bad = h;
     bad.magic[0] = 'X';
     write_trace(path, &bad, r, 4, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
     assert_non_null(strstr(eco_last_error(), "not a warp trace"));
     bad = h;
     bad.version = 2;
     write_trace(path, &bad, r, 4, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
     bad = h;
     bad.record_bytes = 40;
     write_trace(path, &bad, r, 4, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
     bad = h;
     bad.written = 3; /* more records than the kernels wrote */
     write_trace(path, &bad, r, 4, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
     FILE *f = fopen(path, "wb"); /* shorter than a header */
     assert_non_null(f);
     fputs("ECOW", f);
     fclose(f);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EFORMAT);
-    eco_rows_trace_header empty = header(0);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EFORMAT);
+    eco_warp_trace_header empty = header(0);
     write_trace(path, &empty, r, 0, 0);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_OK);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_OK);
     assert_int_equal(n, 0);
     unlink(path);
-    assert_int_equal(eco_rows_trace_read(path, &got, &n), ECO_EIO);
+    assert_int_equal(eco_warp_trace_read(path, &got, &n), ECO_EIO);
 }
 
 int main(void)

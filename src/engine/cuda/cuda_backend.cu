@@ -68,7 +68,7 @@ struct Design {
     bool nf4_lanes_any_size; // ECO_CUDA_NF4=lanes: every nf4 linear on it, not only the big ones
     bool nf4_rows_any_size;  // ECO_CUDA_NF4=rows: every nf4 linear a row per lane, not only the big, tall ones
     int nf4_rows_lean;       // that decoder's steps (matvec_nf4_rows, kNf4RowsSteps): 16 pair sums (default), ECO_CUDA_NF4_ROWS_LEAN=0 full, 1 lean, 5 scaled, 9 two a loop, 21 pair sums with a first-pair flag, 22 pair sums traced
-    const char *nf4_rows_trace; // ECO_CUDA_NF4_ROWS_TRACE: =22's warp trace file (eco_rows_trace_record), or NULL
+    const char *nf4_rows_trace; // ECO_CUDA_NF4_ROWS_TRACE: =22's warp trace file (eco_warp_trace_record), or NULL
     int nf4_rows_trace_records; // ECO_CUDA_NF4_ROWS_TRACE_RECORDS: the ring's records (the last ones are kept); -1: did not parse
     unsigned mma;          // formats (bit per eco_precision) whose linears use the tensor-core matvec
     bool mma_any_size;     // ECO_CUDA_MMA named them: every linear of those formats, not only the big ones
@@ -417,7 +417,7 @@ eco_err rows_trace_close(State *s)
         s->rows_trace_path = NULL;
         return ECO_OK;
     }
-    static_assert(sizeof(eco_rows_trace_record) == kRowsTraceWords * sizeof(unsigned long long), "the kernels' record words");
+    static_assert(sizeof(eco_warp_trace_record) == kRowsTraceWords * sizeof(unsigned long long), "the kernels' record words");
     const RowsTraceRing none = {NULL, NULL, 0};
     unsigned written = 0;
     size_t words = (size_t)s->rows_trace_cap * kRowsTraceWords;
@@ -430,16 +430,16 @@ eco_err rows_trace_close(State *s)
     if (!e && ce != cudaSuccess) e = cuda_fail(ce, "warp trace ring (ECO_CUDA_NF4_ROWS_TRACE)");
     if (!e) {
         uint64_t cap = (uint64_t)s->rows_trace_cap, n = written < cap ? written : cap, first = written < cap ? 0 : written % cap;
-        eco_rows_trace_header h;
-        memcpy(h.magic, ECO_ROWS_TRACE_MAGIC, sizeof h.magic);
-        h.version = ECO_ROWS_TRACE_VERSION;
-        h.record_bytes = sizeof(eco_rows_trace_record);
+        eco_warp_trace_header h;
+        memcpy(h.magic, ECO_WARP_TRACE_MAGIC, sizeof h.magic);
+        h.version = ECO_WARP_TRACE_VERSION;
+        h.record_bytes = sizeof(eco_warp_trace_record);
         h.records = n;
         h.written = written;
         FILE *f = fopen(s->rows_trace_path, "wb");
         bool ok = f && fwrite(&h, sizeof h, 1, f) == 1;
         for (uint64_t i = 0; ok && i < n; i++)
-            ok = fwrite(ring + (first + i) % cap * kRowsTraceWords, sizeof(eco_rows_trace_record), 1, f) == 1;
+            ok = fwrite(ring + (first + i) % cap * kRowsTraceWords, sizeof(eco_warp_trace_record), 1, f) == 1;
         if (f && fclose(f)) ok = false;
         if (!ok) e = eco_fail(ECO_EIO, "warp trace %s: cannot write it", s->rows_trace_path);
     }

@@ -281,7 +281,7 @@ template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt
 template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
 
 // The warp trace (=22): where a linear's time goes between its warps, which CUPTI's kernel spans cannot show. Each warp
-// that has work writes one eco_rows_trace_record (eco/cuda.h) into a ring the host allocates and names here; NULL
+// that has work writes one eco_warp_trace_record (eco/cuda.h) into a ring the host allocates and names here; NULL
 // records nothing. Times are %globaltimer (ns, comparable across SMs) at entry and end, and the SM's clock64 between.
 struct RowsTraceRing {
     unsigned long long *rec; // [cap][kRowsTraceWords]
