@@ -10,7 +10,6 @@
 #include "eco/err.h"
 #include "eco/model.h"
 #include "eco/quant.h"
-#include "eco/warp_trace.h"
 
 /* Reference-stack mode for engines created afterwards: launches one by one (no CUDA graph) and the host
  * syncs the reference library makes (LLM.int8() outlier detection), to separate format cost from kernel design. */

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "eco/cuda.h"
+#include "eco/warp_trace.h"
 #include "eco/paths.h"
 #include "eco/engine.h"
 #include "eco/model.h"

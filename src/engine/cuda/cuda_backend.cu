@@ -27,6 +27,7 @@ extern "C" {
 #include "eco/model.h"
 #include "eco/quant.h"
 #include "eco/cuda.h"
+#include "eco/warp_trace.h"
 }
 
 using namespace eco_cuda;
@@ -275,7 +276,7 @@ struct State {
     int nf4_rows_lean; /* its steps (kNf4RowsSteps): 16 pair sums, 21 those with a first-pair flag, 22 those traced, 9 scaled two a loop, 5 scaled, 1 lean, 0 full (ECO_CUDA_NF4_ROWS_LEAN) */
     char *rows_trace_path; /* =22: where its warp trace goes when the engine (or standalone linear) closes */
     int rows_trace_cap;    /* the device ring's records */
-    unsigned long long *rows_trace; /* the ring (rows_trace_open), or NULL */
+    eco_warp_trace_record *rows_trace; /* the ring (rows_trace_open), or NULL */
     unsigned *rows_trace_next;
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
@@ -401,7 +402,7 @@ eco_err cuda_fail(cudaError_t e, const char *what)
 eco_err rows_trace_open(State *s)
 {
     if (!s->rows_trace_path) return ECO_OK;
-    cudaError_t ce = cudaMalloc(&s->rows_trace, (size_t)s->rows_trace_cap * kRowsTraceWords * sizeof(unsigned long long));
+    cudaError_t ce = cudaMalloc(&s->rows_trace, (size_t)s->rows_trace_cap * sizeof *s->rows_trace);
     if (ce == cudaSuccess) ce = cudaMalloc(&s->rows_trace_next, sizeof(unsigned));
     if (ce == cudaSuccess) ce = cudaMemset(s->rows_trace_next, 0, sizeof(unsigned));
     RowsTraceRing ring = {s->rows_trace, s->rows_trace_next, (unsigned)s->rows_trace_cap};
@@ -409,7 +410,7 @@ eco_err rows_trace_open(State *s)
     return ce == cudaSuccess ? ECO_OK : cuda_fail(ce, "warp trace ring (ECO_CUDA_NF4_ROWS_TRACE)");
 }
 
-// Writes the ring's records, oldest first, to the trace file (format in eco/cuda.h) and frees it.
+// Writes the ring's records, oldest first, to the trace file (eco/warp_trace.h) and frees it.
 eco_err rows_trace_close(State *s)
 {
     if (!s->rows_trace) {
@@ -417,19 +418,18 @@ eco_err rows_trace_close(State *s)
         s->rows_trace_path = NULL;
         return ECO_OK;
     }
-    static_assert(sizeof(eco_warp_trace_record) == kRowsTraceWords * sizeof(unsigned long long), "the kernels' record words");
     const RowsTraceRing none = {NULL, NULL, 0};
     unsigned written = 0;
-    size_t words = (size_t)s->rows_trace_cap * kRowsTraceWords;
-    unsigned long long *ring = (unsigned long long *)malloc(words * sizeof *ring);
+    size_t cap = (size_t)s->rows_trace_cap;
+    eco_warp_trace_record *ring = (eco_warp_trace_record *)malloc(cap * sizeof *ring);
     eco_err e = ring ? ECO_OK : eco_fail(ECO_ENOMEM, "out of memory");
     cudaError_t ce = cudaDeviceSynchronize();
     if (ce == cudaSuccess) ce = cudaMemcpy(&written, s->rows_trace_next, sizeof written, cudaMemcpyDeviceToHost);
-    if (ce == cudaSuccess && ring) ce = cudaMemcpy(ring, s->rows_trace, words * sizeof *ring, cudaMemcpyDeviceToHost);
+    if (ce == cudaSuccess && ring) ce = cudaMemcpy(ring, s->rows_trace, cap * sizeof *ring, cudaMemcpyDeviceToHost);
     if (ce == cudaSuccess) ce = cudaMemcpyToSymbol(g_rows_trace, &none, sizeof none);
     if (!e && ce != cudaSuccess) e = cuda_fail(ce, "warp trace ring (ECO_CUDA_NF4_ROWS_TRACE)");
     if (!e) {
-        uint64_t cap = (uint64_t)s->rows_trace_cap, n = written < cap ? written : cap, first = written < cap ? 0 : written % cap;
+        size_t n = written < cap ? written : cap, first = written < cap ? 0 : written % cap;
         eco_warp_trace_header h;
         memcpy(h.magic, ECO_WARP_TRACE_MAGIC, sizeof h.magic);
         h.version = ECO_WARP_TRACE_VERSION;
@@ -438,8 +438,8 @@ eco_err rows_trace_close(State *s)
         h.written = written;
         FILE *f = fopen(s->rows_trace_path, "wb");
         bool ok = f && fwrite(&h, sizeof h, 1, f) == 1;
-        for (uint64_t i = 0; ok && i < n; i++)
-            ok = fwrite(ring + (first + i) % cap * kRowsTraceWords, sizeof(eco_warp_trace_record), 1, f) == 1;
+        // the ring from its oldest record: [first, n) then [0, first)
+        ok = ok && fwrite(ring + first, sizeof *ring, n - first, f) == n - first && fwrite(ring, sizeof *ring, first, f) == first;
         if (f && fclose(f)) ok = false;
         if (!ok) e = eco_fail(ECO_EIO, "warp trace %s: cannot write it", s->rows_trace_path);
     }

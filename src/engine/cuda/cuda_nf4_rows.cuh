@@ -27,6 +27,10 @@
 
 #include "cuda_kernels.cuh"
 
+extern "C" {
+#include "eco/warp_trace.h" // the record the traced steps write (=22)
+}
+
 namespace eco_cuda {
 
 constexpr int kNf4RowsR = 2; // rows per lane: one x chunk serves both (four lost on H100s in session 33, ENGINE.md)
@@ -281,14 +285,13 @@ template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt
 template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
 
 // The warp trace (=22): where a linear's time goes between its warps, which CUPTI's kernel spans cannot show. Each warp
-// that has work writes one eco_warp_trace_record (eco/cuda.h) into a ring the host allocates and names here; NULL
-// records nothing. Times are %globaltimer (ns, comparable across SMs) at entry and end, and the SM's clock64 between.
+// that has work writes one eco_warp_trace_record (eco/warp_trace.h) into a ring the host allocates and names here;
+// NULL records nothing. Times are %globaltimer (ns, comparable across SMs) at entry and end, and the SM's clock64 between.
 struct RowsTraceRing {
-    unsigned long long *rec; // [cap][kRowsTraceWords]
-    unsigned *next;          // records written so far (the ring wraps)
+    eco_warp_trace_record *rec; // [cap]
+    unsigned *next;             // records written so far (the ring wraps)
     unsigned cap;
 };
-constexpr int kRowsTraceWords = 6;
 __device__ RowsTraceRing g_rows_trace;
 
 __device__ __forceinline__ unsigned long long global_ns()
@@ -313,8 +316,12 @@ __device__ __forceinline__ void rows_trace_record(const MatvecParams &p, int war
     unsigned long long ns_end = global_ns();
     const RowsTraceRing ring = g_rows_trace;
     if (lane != 0 || !ring.rec) return;
-    unsigned i = atomicAdd(ring.next, 1u) % ring.cap;
-    unsigned long long *r = ring.rec + (size_t)i * kRowsTraceWords;
+    // the fields as six 64-bit words in eco_warp_trace_record's order: stored field by field or as three 16-byte
+    // words, ptxas spilled 8 or 4 bytes in =22's loop, and a tool that perturbs the loop would time another kernel
+    static_assert(sizeof(eco_warp_trace_record) == 48 && offsetof(eco_warp_trace_record, clk_released) == 16 &&
+                      offsetof(eco_warp_trace_record, clk_end) == 24 && offsetof(eco_warp_trace_record, warp) == 32 &&
+                      offsetof(eco_warp_trace_record, rows) == 40, "eco_warp_trace_record's layout");
+    unsigned long long *r = reinterpret_cast<unsigned long long *>(ring.rec + atomicAdd(ring.next, 1u) % ring.cap);
     r[0] = ns0;
     r[1] = ns_end;
     r[2] = (unsigned long long)(clk_released - clk0) | (unsigned long long)(clk_streamed - clk0) << 32;
