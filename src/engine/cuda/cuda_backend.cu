@@ -83,6 +83,7 @@ struct Design {
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
+    int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1: gate_up summed by atomic adds, SwiGLU made by down (0, unset: off); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -224,6 +225,8 @@ Design requested_design(void)
     d.qkv_atomic = !qa ? kQkvAtomicAuto : !strcmp(qa, "0") ? kQkvAtomicOff : !strcmp(qa, "1") ? kQkvAtomicAttention
                  : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
+    const char *sa = getenv("ECO_CUDA_SWIGLU_ATOMIC");
+    d.swiglu_atomic = !sa || !strcmp(sa, "0") ? 0 : !strcmp(sa, "1") ? 1 : -1;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -232,7 +235,9 @@ Design requested_design(void)
     d.nf4_rows_any_size = env_is("ECO_CUDA_NF4", "rows");
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = kNf4RowsLeanDefault;
-    if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0)) d.nf4_rows_lean = -1;
+    if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0 ||
+                 kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x))
+        d.nf4_rows_lean = -1;
     d.nf4_rows_trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
     if (d.nf4_rows_trace && !*d.nf4_rows_trace) d.nf4_rows_trace = NULL;
     const char *ring = getenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
@@ -331,6 +336,9 @@ struct State {
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
                         writes KV; the next rmsnorm or rope_kv zeroes it */
     float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
+    bool swiglu_atomic; /* gate_up summed into swiglu_sums by atomic adds, down making its x from them (=23); resolved per model */
+    float *swiglu_sums; /* [swiglu_bufs][2 intermediate]: layer l's in swiglu_buffer(l), zeroed by the down before it */
+    int swiglu_bufs;
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -349,6 +357,7 @@ eco_err apply_design(State *s, const Design &d)
     s->fp8_hw = d.fp8_hw;
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
+    if (d.swiglu_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_SWIGLU_ATOMIC=\"%s\": want 0 or 1", getenv("ECO_CUDA_SWIGLU_ATOMIC"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -361,7 +370,8 @@ eco_err apply_design(State *s, const Design &d)
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
                         "(those two steps a loop), 16 (those with one sum for both, the default), 21 (16 with the first pair "
-                        "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15 and 17-20 were experiments, removed",
+                        "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15 and 17-20 were experiments, removed, "
+                        "and 23 is down's under ECO_CUDA_SWIGLU_ATOMIC=1",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     bool traced = kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].trace;
     if (traced && !d.nf4_rows_trace)
@@ -380,6 +390,7 @@ eco_err apply_design(State *s, const Design &d)
     s->fused = d.fused;
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
+    s->swiglu_atomic = d.swiglu_atomic > 0 && d.fused;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -839,6 +850,12 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
+// The steps a linear on the row-per-lane decoder runs: =23 for down under ECO_CUDA_SWIGLU_ATOMIC, else the design's.
+int rows_lean_of(const State *s, const DeviceLinear &d) { return d.rows_swiglu_x ? kNf4StepsSwigluX : s->nf4_rows_lean; }
+
+// Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's x.
+size_t rows_smem_bytes(bool dq, long x_chunks) { return lanes_smem_bytes(dq) + (size_t)x_chunks * kSwigluXChunkBytes; }
+
 MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
     switch (format) {
@@ -992,6 +1009,9 @@ struct MatvecOut {
     __half *act;
     const float *bias;
     __half *k_cache, *v_cache;
+    const float *swiglu_sums; // down under ECO_CUDA_SWIGLU_ATOMIC: its x from these gate_up sums (x unused) ...
+    float *zero;              // ... and the next layer's sums to zero
+    int zero_n;
 };
 
 int elems_per_load(int format)
@@ -1067,7 +1087,8 @@ eco_err allow_large_shared_memory(void)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 for (const RowsSteps &steps : kNf4RowsSteps) {
                     MatvecFn fn = pick_rows(dq, bs, shape, steps.lean);
-                    CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lanes_smem_bytes(dq)));
+                    long x_chunks = steps.swiglu_x ? (long)kNf4RowsShapes[shape].warps * kSwigluXMaxChunks : 0;
+                    CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, x_chunks)));
                     if (!dq) continue;
                     cudaFuncAttributes attr;
                     CK(cudaFuncGetAttributes(&attr, fn));
@@ -1231,13 +1252,20 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
     const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
     bool dq = d.format == ECO_PREC_NF4_DQ;
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
+    int lean = nf4_rows_lean_for(rows_lean_of(s, d), d.blocksize, rs.u);
+    if (d.rows_swiglu_x && lean != kNf4StepsSwigluX)
+        return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC needs down's nf4 on the pair sums (blocks of >= 64 columns, "
+                        "steps of one chunk); this one has blocks of %d and steps of %d", d.blocksize, rs.u);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), rs.warps * kWarp, lanes_smem_bytes(dq)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, rows_lean_of(s, d)), rs.warps * kWarp,
+                                                     rows_smem_bytes(dq, d.rows_swiglu_x ? rs.warps * kSwigluXMaxChunks : 0)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
-    int lean = nf4_rows_lean_for(s->nf4_rows_lean, d.blocksize, rs.u);
     long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
+    if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
+        return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
+                        "in shared memory)", sh.per, kSwigluXMaxChunks);
     d.rows_chunks_per_warp = (int)sh.per;
     d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = sh.slots;
@@ -1307,6 +1335,28 @@ bool qkv_atomic_by_default(const State *s, int format)
 void resolve_qkv_atomic(State *s, int format)
 {
     if (s->qkv_atomic == kQkvAtomicAuto) s->qkv_atomic = qkv_atomic_by_default(s, format) ? kQkvAtomicAttention : kQkvAtomicOff;
+}
+
+// ECO_CUDA_SWIGLU_ATOMIC (experiment, session 41): gate_up's sums added atomically into zeroed memory like a residual,
+// so no warp waits for a row group's last one (the H200 warp trace of Qwen2.5-7B nf4 had gate_up's last warps end
+// 4.8 us after their last deposit, the median 1.3), and down makes its x = fp16(silu(gate) * up) from them once a
+// warp (=23). Only where both are nf4 on the row-per-lane decoder (a row per lane as residuals) and not tiled; off
+// for this model otherwise, which the design string says.
+void resolve_swiglu_atomic(State *s, int format)
+{
+    const eco_model_config &c = s->cfg;
+    long inter = c.intermediate, hidden = c.hidden;
+    s->swiglu_atomic = s->swiglu_atomic && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
+                       nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
+    // two buffers taking turns by layer, a third for an odd count's last layer: down(l) zeroes layer l + 1's (mod layers)
+    s->swiglu_bufs = c.layers % 2 ? 3 : 2;
+}
+
+// Layer l's gate_up sums under ECO_CUDA_SWIGLU_ATOMIC: never the buffer of the layer before or after (cyclically).
+float *swiglu_buffer(const State *s, int l)
+{
+    int b = s->cfg.layers % 2 && l == s->cfg.layers - 1 ? 2 : l % 2;
+    return s->swiglu_sums + (size_t)b * 2 * s->cfg.intermediate;
 }
 
 // Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
@@ -1517,8 +1567,14 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.arrivals = s->rows_arrivals;
         p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, s->nf4_rows_lean), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
-                      lanes_smem_bytes(dq), p);
+        if (d.rows_swiglu_x != (out.swiglu_sums != NULL))
+            return eco_fail(ECO_ESTATE, "CUDA backend: down planned %s gate_up's sums launched %s them", d.rows_swiglu_x ? "on" : "without",
+                            out.swiglu_sums ? "on" : "without");
+        p.swiglu_sums = out.swiglu_sums;
+        p.zero = out.zero;
+        p.zero_n = out.zero_n;
+        return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, rows_lean_of(s, d)), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
+                      rows_smem_bytes(dq, d.rows_swiglu_x ? (long)rs.warps * d.rows_chunks_per_warp : 0), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1623,6 +1679,16 @@ eco_err enqueue_token(State *s)
         if ((e = launch_attention(s, L, window, rope_in_attention))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
         if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
+        if (s->swiglu_atomic) {
+            // the sums into zeroed memory; down makes SwiGLU from them and zeroes the next layer's
+            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, swiglu_buffer(s, l))))) return e;
+            MatvecOut o = plain(EP_ADD, s->x);
+            o.swiglu_sums = swiglu_buffer(s, l);
+            o.zero = swiglu_buffer(s, (l + 1) % c.layers);
+            o.zero_n = 2 * c.intermediate;
+            if ((e = launch_matvec(s, L.down, NULL, o))) return e;
+            continue;
+        }
         if (s->fused) {
             MatvecOut o = plain(EP_SWIGLU, NULL);
             o.x_quantized = quantize_in_norm;
@@ -1712,6 +1778,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = nf4_grid_env(s))) return e;
     resolve_qkv_atomic(s, p);
+    resolve_swiglu_atomic(s, p);
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     if ((e = rows_trace_open(s))) return e;
@@ -1725,9 +1792,14 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv))))
             return e;
         if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO)))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) || (e = arrange_linear(s, L.gate_up, s->fused ? EP_SWIGLU : EP_STORE, false, may_tile_role(s, L.gate_up, kRoleGateUp))))
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) ||
+            (e = arrange_linear(s, L.gate_up, s->fused && !s->swiglu_atomic ? EP_SWIGLU : EP_STORE, s->swiglu_atomic, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
-        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down)) || (e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
+        if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down))) return e;
+        L.down.d.rows_swiglu_x = s->swiglu_atomic;
+        if ((e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
+        if (s->swiglu_atomic && !(L.gate_up.d.nf4_rows && L.down.d.nf4_rows))
+            return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: layer %d's gate_up or down is not on the nf4 row decoder", l);
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -1793,6 +1865,11 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     if (s->qkv_atomic) {
         if ((e = dalloc(s, &s->qkv_raw, (size_t)(q_dim + 2 * kv_dim)))) return e;
         CK(cudaMemsetAsync(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim), s->stream));
+    }
+    if (s->swiglu_atomic) {
+        size_t n = (size_t)s->swiglu_bufs * 2 * c->intermediate;
+        if ((e = dalloc(s, &s->swiglu_sums, n))) return e;
+        CK(cudaMemsetAsync(s->swiglu_sums, 0, sizeof(float) * n, s->stream));
     }
     s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
     if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
@@ -1882,7 +1959,7 @@ void cuda_destroy(void *state)
     }
     free(s->layers);
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
-    void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->gate_up, s->logits, s->xn, s->attn_out,
+    void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->swiglu_sums, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
                     s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
@@ -2322,7 +2399,7 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
@@ -2330,7 +2407,8 @@ void eco_cuda_design(char *buf, size_t cap)
              d.swiglu_adjacent ? "; row-major gate_up stored pair by pair" : "", d.qkv_atomic == kQkvAtomicApart       ? "; qkv summed by atomics, RoPE apart"
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
-                                                   : "");
+                                                   : "",
+             d.swiglu_atomic > 0 && d.fused ? "; nf4 gate_up and down a row per lane: gate_up summed by atomics, SwiGLU made by down" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -34,6 +34,7 @@ struct DeviceLinear {
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
+    bool rows_swiglu_x;         // down under ECO_CUDA_SWIGLU_ATOMIC: its x made from gate_up's sums (kNf4StepsSwigluX)
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
 
@@ -127,6 +128,10 @@ struct MatvecParams {
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)
     int pairs_adjacent;          // EP_SWIGLU: unit u's gate and up rows are 2u and 2u + 1 (else u and u + pair_offset)
+    const float *swiglu_sums;    // nf4 rows, down under ECO_CUDA_SWIGLU_ATOMIC: x = fp16(silu(gate) * up) of these sums
+                                 // (gate at column j, up at cols + j), not p.x
+    float *zero;                 // and the sums of the next layer's gate_up, zeroed after the dependency wait
+    int zero_n;
 };
 
 // The scale of a block of nf4 weights: its fp32 absmax, or for nf4-dq the absmax code's dynamic-map value times

@@ -253,19 +253,24 @@ struct RowsSteps {
     bool first_by_flag; // pair sums: whether the first pair's second weights are under way is a loop-carried flag, not
                         // a test of f against the warp's first chunk (which ptxas recomputed every pass)
     bool trace;         // pair sums: each warp records when it entered, was released, finished its stream and ended
+    bool swiglu_x;      // pair sums: x is fp16(silu(gate) * up) of gate_up's atomic sums, made once a warp into shared
+                        // memory (down under ECO_CUDA_SWIGLU_ATOMIC; chosen per linear, never by ECO_CUDA_NF4_ROWS_LEAN)
 };
 constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSumsFlag = 21,
-              kNf4StepsTraced = 22, kNf4RowsLeanDefault = kNf4StepsPairSums;
+              kNf4StepsTraced = 22, kNf4StepsSwigluX = 23, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, false, false},
-    {1, ", lean steps", 0, false, false, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false},
-    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false, false},
+    {0, ", full steps", 0, false, false, false, false, false},
+    {1, ", lean steps", 0, false, false, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false, false},
+    {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false, false,
+     false},
     {kNf4StepsPairSumsFlag, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), first pair by a flag",
-     kNf4PairSumsShift, true, true, true, false},
+     kNf4PairSumsShift, true, true, true, false, false},
     {kNf4StepsTraced, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), warps traced",
-     kNf4PairSumsShift, true, true, false, true}};
+     kNf4PairSumsShift, true, true, false, true, false},
+    {kNf4StepsSwigluX, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), x from gate_up's sums",
+     kNf4PairSumsShift, true, true, false, false, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -283,6 +288,43 @@ template <int Lean> constexpr bool kRowsTwoSteps = kNf4RowsSteps[kRowsStepsAt<Le
 template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Lean>].pair_sums;
 template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt<Lean>].first_by_flag;
 template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
+template <int Lean> constexpr bool kRowsSwigluX = kNf4RowsSteps[kRowsStepsAt<Lean>].swiglu_x;
+
+// =23's x: each warp's chunks of x (64 bytes each, in the warp's flat chunk order) in shared memory after the table,
+// at most this many a warp (the engine keeps ECO_CUDA_SWIGLU_ATOMIC off where down's share would be longer), so two
+// 16-warp blocks still fit an SM beside their 64 KB tables.
+constexpr int kSwigluXMaxChunks = 24, kSwigluXChunkBytes = 64;
+
+// x = fp16(silu(gate) * up) for chunks [f0, f1) of the flat order (column chunk f % C), from gate_up's fp32 sums
+// (gate at column j, up at cols + j), into xs in that order: once a warp, kBatch float4 pairs a lane in flight at a
+// time. The same formula as EP_SWIGLU's epilogue.
+__device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, __half *xs)
+{
+    const float4 *gate = reinterpret_cast<const float4 *>(p.swiglu_sums), *up = gate + p.cols / 4;
+    const int n4 = (f1 - f0) * 8; // float4 a chunk: 8
+    constexpr int kBatch = 2;
+    for (int i0 = 0; i0 < n4; i0 += kBatch * kWarp) {
+        float4 g[kBatch], u[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; k++) {
+            int i = i0 + k * kWarp + lane;
+            if (i < n4) {
+                int at = ((f0 + (i >> 3)) % C) * 8 + (i & 7);
+                g[k] = __ldcg(gate + at);
+                u[k] = __ldcg(up + at);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; k++) {
+            int i = i0 + k * kWarp + lane;
+            if (i >= n4) continue;
+            auto act = [](float a, float b) { return a / (1.f + __expf(-a)) * b; };
+            __half2 lo = __floats2half2_rn(act(g[k].x, u[k].x), act(g[k].y, u[k].y));
+            __half2 hi = __floats2half2_rn(act(g[k].z, u[k].z), act(g[k].w, u[k].w));
+            reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+        }
+    }
+}
 
 // The warp trace (=22): where a linear's time goes between its warps, which CUPTI's kernel spans cannot show. Each warp
 // that has work writes one eco_warp_trace_record (eco/warp_trace.h) into a ring the host allocates and names here;
@@ -441,6 +483,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr int kShift = kRowsShift<Lean>;
     constexpr bool kScaled = kShift > 0, kTwoSteps = kRowsTwoSteps<Lean>, kPairSums = kRowsPairSums<Lean> && U == 1;
     constexpr bool kTrace = kRowsTrace<Lean> && kPairSums; // steps of several chunks run =9 (nf4_rows_lean_for): untraced
+    constexpr bool kSwigluX = kRowsSwigluX<Lean> && kPairSums; // (the engine runs =23 only where the pair sums take it)
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     [[maybe_unused]] unsigned long long trace_ns0 = 0;
     [[maybe_unused]] long long trace_clk0 = 0, trace_released = 0, trace_streamed = 0;
@@ -472,6 +515,17 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     }
     __syncthreads();
     grid_dependency_wait();
+    [[maybe_unused]] const uint4 *xs4 = nullptr;
+    if constexpr (kSwigluX) {
+        // the next layer's gate_up sums: its down read them two layers ago and its gate_up adds after this grid is done
+        float4 *zero4 = reinterpret_cast<float4 *>(p.zero);
+        for (int i = warp_id * kWarp + lane; i < p.zero_n / 4; i += gridDim.x * Warps * kWarp) zero4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        __half *xs = reinterpret_cast<__half *>(nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0)) +
+                     (size_t)warp * p.chunks_per_warp * (kSwigluXChunkBytes / sizeof(__half));
+        if (f0 < f1) swiglu_x_fill(p, f0, f1, C, lane, xs);
+        __syncwarp();
+        xs4 = reinterpret_cast<const uint4 *>(xs);
+    }
     if (f0 >= f1) return;
     if constexpr (kTrace) trace_released = clock64();
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
@@ -541,12 +595,12 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 for (int k = 0; k < 4; k++) h[r][k] = __float2half2_rn(0.f);
             uint4 xh[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)c * 4 + i);
+            for (int i = 0; i < 4; i++) xh[i] = kSwigluX ? xs4[(f - f0) * 4 + i] : __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) add32_nf4_pairs<kFixedTable>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
             if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = __ldca(x + (size_t)(c + 1) * 4 + i);
+            for (int i = 0; i < 4; i++) xh[i] = kSwigluX ? xs4[(f + 1 - f0) * 4 + i] : __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 add32_nf4_pairs<kFixedTable>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
