@@ -1341,12 +1341,15 @@ void resolve_qkv_atomic(State *s, int format)
 // so no warp waits for a row group's last one (the H200 warp trace of Qwen2.5-7B nf4 had gate_up's last warps end
 // 4.8 us after their last deposit, the median 1.3), and down makes its x = fp16(silu(gate) * up) from them once a
 // warp (=23). Only where both are nf4 on the row-per-lane decoder (a row per lane as residuals) and not tiled; off
-// for this model otherwise, which the design string says.
+// for this model otherwise. Side by side on an H100 (data/h200/README.md, session 41): Qwen2.5-7B nf4 x1.0063, Llama-3.1-8B
+// x1.0203; gate_up's last warp then ended 0.9 us after the longest stream, not 3.5. Off until an H200 and the whole
+// GPU test suite have run it (no device time was left).
 void resolve_swiglu_atomic(State *s, int format)
 {
     const eco_model_config &c = s->cfg;
     long inter = c.intermediate, hidden = c.hidden;
-    s->swiglu_atomic = s->swiglu_atomic && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
+    // (and two layers at least: a single layer's down would zero the sums it is reading, for the next token)
+    s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
     // two buffers taking turns by layer, a third for an odd count's last layer: down(l) zeroes layer l + 1's (mod layers)
     s->swiglu_bufs = c.layers % 2 ? 3 : 2;

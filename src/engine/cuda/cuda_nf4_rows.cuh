@@ -473,7 +473,8 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // an FFMA instead of twice that, and the odd step loads no scales. 32 products a half before the sum: the table is
 // scaled by 2^-5 (kNf4PairSumsShift), so no sum can overflow. Its SASS loop is 272 instructions a pair of steps against
 // =9's 319; side by side on three H100s (data/h200/README.md, session 35) whole nf4 tokens were x1.019-1.021
-// (Qwen2.5-7B), x1.008-1.010 (Llama-3.1-8B) and x1.026 (Qwen2.5-14B) faster than =9's. The default since session 35.
+// (Qwen2.5-7B), x1.008-1.010 (Llama-3.1-8B) and x1.026 (Qwen2.5-14B) faster than =9's. The default since session 35;
+// on an H200 (session 41) x1.023 (Qwen2.5-7B) and x1.025 (Llama-3.1-8B), and =21 x0.992 / x0.990 against it.
 template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
 __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
