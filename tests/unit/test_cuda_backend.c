@@ -643,7 +643,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
     char design[1024];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -652,7 +652,8 @@ static void test_design_fits_the_energy_schema(void **state)
         assert_true(strlen(design) <= most);
         assert_non_null(strstr(design, "graph+PDL"));
         assert_non_null(strstr(design, "fp32 table")); /* the nf4 part whole: its own buffer cut it short once */
-        assert_non_null(strstr(design, "RoPE in attention")); /* and the string's end */
+        assert_non_null(strstr(design, "RoPE in attention"));
+        if (n == sizeof longest / sizeof longest[0]) assert_non_null(strstr(design, "SwiGLU made by down")); /* the string's end */
     }
     setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
     eco_cuda_design(design, sizeof design);

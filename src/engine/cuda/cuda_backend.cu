@@ -2411,7 +2411,7 @@ void eco_cuda_design(char *buf, size_t cap)
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
                                                    : "",
-             d.swiglu_atomic > 0 && d.fused ? "; nf4 gate_up and down a row per lane: gate_up summed by atomics, SwiGLU made by down" : "");
+             d.swiglu_atomic > 0 && d.fused ? "; where nf4 gate_up and down go a row per lane: gate_up summed by atomics, SwiGLU made by down" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)
