@@ -674,6 +674,14 @@ static int qkv_summing(const char *model, eco_precision p)
     return atomic;
 }
 
+/* The settings the rule reads refuse what the environment holds now: ECO_EINVAL, the error naming `says`. */
+static void assert_qkv_summing_refused(const char *says)
+{
+    int atomic = -1;
+    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), says));
+}
+
 static void test_qkv_summing_rule(void **state)
 {
     (void)state;
@@ -697,13 +705,10 @@ static void test_qkv_summing_rule(void **state)
     setenv("ECO_CUDA_QKV_ATOMIC", "apart", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_FP8), 2);
     setenv("ECO_CUDA_QKV_ATOMIC", "yes", 1);
-    int atomic = -1;
-    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_QKV_ATOMIC"));
+    assert_qkv_summing_refused("ECO_CUDA_QKV_ATOMIC");
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "yes", 1);
-    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_SWIGLU_ATOMIC"));
+    assert_qkv_summing_refused("ECO_CUDA_SWIGLU_ATOMIC");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
@@ -713,8 +718,7 @@ static void test_qkv_summing_rule(void **state)
                                    "23" /* down's steps under ECO_CUDA_SWIGLU_ATOMIC, chosen per linear */};
     for (size_t i = 0; i < sizeof removed_steps / sizeof removed_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", removed_steps[i], 1);
-        assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_LEAN"));
+        assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_LEAN");
     }
     const char *kept_steps[] = {"0", "1", "5", "9", "16", "21"};
     for (size_t i = 0; i < sizeof kept_steps / sizeof kept_steps[0]; i++) {
@@ -723,20 +727,17 @@ static void test_qkv_summing_rule(void **state)
     }
     /* the warp trace (22) and its file come together: either alone is refused, as is a ring out of range */
     setenv("ECO_CUDA_NF4_ROWS_LEAN", "22", 1);
-    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_TRACE=FILE"));
+    assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_TRACE=FILE");
     setenv("ECO_CUDA_NF4_ROWS_TRACE", "/tmp/eco_unused_trace", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     const char *bad_rings[] = {"1023", "67108865", "many"};
     for (size_t i = 0; i < 3; i++) {
         setenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS", bad_rings[i], 1);
-        assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_TRACE_RECORDS"));
+        assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
     }
     unsetenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
     setenv("ECO_CUDA_NF4_ROWS_LEAN", "16", 1);
-    assert_int_equal(eco_cuda_qkv_summing(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, &atomic), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_ROWS_LEAN=22"));
+    assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_LEAN=22");
     unsetenv("ECO_CUDA_NF4_ROWS_TRACE");
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     /* the rule follows the nf4 decoders' settings */

@@ -337,8 +337,7 @@ struct State {
                         writes KV; the next rmsnorm or rope_kv zeroes it */
     float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
     bool swiglu_atomic; /* gate_up summed into swiglu_sums by atomic adds, down making its x from them (=23); resolved per model */
-    float *swiglu_sums; /* [swiglu_bufs][2 intermediate]: layer l's in swiglu_buffer(l), zeroed by the down before it */
-    int swiglu_bufs;
+    float *swiglu_sums; /* [swiglu_buffers()][2 intermediate]: layer l's in swiglu_buffer(l), zeroed by the down before it */
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -1351,9 +1350,11 @@ void resolve_swiglu_atomic(State *s, int format)
     // (and two layers at least: a single layer's down would zero the sums it is reading, for the next token)
     s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
-    // two buffers taking turns by layer, a third for an odd count's last layer: down(l) zeroes layer l + 1's (mod layers)
-    s->swiglu_bufs = c.layers % 2 ? 3 : 2;
 }
+
+// Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer
+// l + 1's, mod layers).
+int swiglu_buffers(const State *s) { return s->cfg.layers % 2 ? 3 : 2; }
 
 // Layer l's gate_up sums under ECO_CUDA_SWIGLU_ATOMIC: never the buffer of the layer before or after (cyclically).
 float *swiglu_buffer(const State *s, int l)
@@ -1684,9 +1685,10 @@ eco_err enqueue_token(State *s)
         if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
         if (s->swiglu_atomic) {
             // the sums into zeroed memory; down makes SwiGLU from them and zeroes the next layer's
-            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, swiglu_buffer(s, l))))) return e;
+            float *sums = swiglu_buffer(s, l);
+            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, sums)))) return e;
             MatvecOut o = plain(EP_ADD, s->x);
-            o.swiglu_sums = swiglu_buffer(s, l);
+            o.swiglu_sums = sums;
             o.zero = swiglu_buffer(s, (l + 1) % c.layers);
             o.zero_n = 2 * c.intermediate;
             if ((e = launch_matvec(s, L.down, NULL, o))) return e;
@@ -1870,7 +1872,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         CK(cudaMemsetAsync(s->qkv_raw, 0, sizeof(float) * (size_t)(q_dim + 2 * kv_dim), s->stream));
     }
     if (s->swiglu_atomic) {
-        size_t n = (size_t)s->swiglu_bufs * 2 * c->intermediate;
+        size_t n = (size_t)swiglu_buffers(s) * 2 * c->intermediate;
         if ((e = dalloc(s, &s->swiglu_sums, n))) return e;
         CK(cudaMemsetAsync(s->swiglu_sums, 0, sizeof(float) * n, s->stream));
     }

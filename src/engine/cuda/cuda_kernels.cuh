@@ -254,6 +254,10 @@ __host__ __device__ __forceinline__ int item_units(const MatvecParams &p, int R)
     return (p.rows + R - 1) / R;
 }
 
+// SwiGLU's activation of one unit, in fp32: every path that makes it (the fused epilogue, the unfused kernel, down's
+// x under ECO_CUDA_SWIGLU_ATOMIC) rounds the same value to fp16.
+__device__ __forceinline__ float silu_times(float gate, float up) { return gate / (1.f + __expf(-gate)) * up; }
+
 // Rotate-half RoPE of the pair (a, b) = (x[i], x[i + head_dim / 2]) by (cos, sin) of its position and frequency.
 __device__ __forceinline__ float2 rope_rotate(float a, float b, float2 cs) { return make_float2(a * cs.x - b * cs.y, b * cs.x + a * cs.y); }
 
@@ -278,7 +282,7 @@ template <int R> __device__ __forceinline__ void finish_rows(const MatvecParams 
         break;
     case EP_SWIGLU: {
         float g = v[0], up = v[R - 1];
-        p.act[unit] = __float2half(g / (1.f + __expf(-g)) * up);
+        p.act[unit] = __float2half(silu_times(g, up));
         break;
     }
     case EP_ROPE_KV: {
@@ -1182,7 +1186,7 @@ __global__ void swiglu(const float *__restrict__ gate_up, __half *__restrict__ o
     grid_dependency_wait();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < inter; i += gridDim.x * blockDim.x) {
         float g = gate_up[i], u = gate_up[inter + i];
-        out[i] = __float2half(g / (1.f + __expf(-g)) * u);
+        out[i] = __float2half(silu_times(g, u));
     }
 }
 

@@ -297,7 +297,7 @@ constexpr int kSwigluXMaxChunks = 24, kSwigluXChunkBytes = 64;
 
 // x = fp16(silu(gate) * up) for chunks [f0, f1) of the flat order (column chunk f % C), from gate_up's fp32 sums
 // (gate at column j, up at cols + j), into xs in that order: once a warp, kBatch float4 pairs a lane in flight at a
-// time. The same formula as EP_SWIGLU's epilogue.
+// time.
 __device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, __half *xs)
 {
     const float4 *gate = reinterpret_cast<const float4 *>(p.swiglu_sums), *up = gate + p.cols / 4;
@@ -318,9 +318,8 @@ __device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int
         for (int k = 0; k < kBatch; k++) {
             int i = i0 + k * kWarp + lane;
             if (i >= n4) continue;
-            auto act = [](float a, float b) { return a / (1.f + __expf(-a)) * b; };
-            __half2 lo = __floats2half2_rn(act(g[k].x, u[k].x), act(g[k].y, u[k].y));
-            __half2 hi = __floats2half2_rn(act(g[k].z, u[k].z), act(g[k].w, u[k].w));
+            __half2 lo = __floats2half2_rn(silu_times(g[k].x, u[k].x), silu_times(g[k].y, u[k].y));
+            __half2 hi = __floats2half2_rn(silu_times(g[k].z, u[k].z), silu_times(g[k].w, u[k].w));
             reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
         }
     }
