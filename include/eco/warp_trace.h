@@ -60,8 +60,9 @@ typedef struct {
     eco_warp_trace_linear linears[ECO_WARP_TRACE_MAX_LINEARS];
 } eco_warp_trace_summary;
 
-/* Groups the records into launches (ordered by entry: a new launch where the shape changes or entries are more
- * than 10 us apart) and summarizes each shape. ECO_EINVAL for no records or a record whose times run backwards;
+/* Groups each shape's records into launches by release (a new launch where one release follows the one before it
+ * by more than 10 us: a launch's warps may enter far apart, but pass the dependency wait together) and summarizes
+ * each shape, shapes in order of their first entry. ECO_EINVAL for no records or a record whose times run backwards;
  * ECO_ETOOBIG past ECO_WARP_TRACE_MAX_LINEARS shapes; ECO_ENOMEM. */
 eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_warp_trace_summary *out);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #define MAX_SM 1024                  /* an SM id past this is not a GPU's */
-#define LAUNCH_GAP_NS 10000u         /* entries further apart than this are two launches of one shape */
+#define LAUNCH_GAP_NS 10000.0       /* releases further apart than this are two launches of one shape */
 #define CLOCK_SPAN_NS 2000u          /* records this long at least tell the SM clock (globaltimer steps are coarse) */
 
 eco_err eco_warp_trace_read(const char *path, eco_warp_trace_record **out, size_t *n)
@@ -129,15 +129,34 @@ static void add_launch(const eco_warp_trace_record *l, size_t n, double cpn, dou
     lin->sm_end_p50_us += quantile(v, sms, 0.5);
 }
 
+/* A record's place in the grouping: its linear (in order of first entry) and its release in ns. */
+typedef struct {
+    int linear;
+    double release_ns;
+    size_t record;
+} launch_key;
+
+static int by_linear_then_release(const void *a, const void *b)
+{
+    const launch_key *x = a, *y = b;
+    if (x->linear != y->linear) return x->linear < y->linear ? -1 : 1;
+    if (x->release_ns != y->release_ns) return x->release_ns < y->release_ns ? -1 : 1;
+    return x->record < y->record ? -1 : x->record > y->record;
+}
+
+/* Launches are told apart by release, not entry: under programmatic dependent launch a kernel's early blocks enter
+ * while the one before it still runs and its later blocks as that one's leave, so a launch's entries can lie far
+ * apart, but all its warps pass the dependency wait together. */
 eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_warp_trace_summary *out)
 {
     memset(out, 0, sizeof *out);
     if (!r || !n) return eco_fail(ECO_EINVAL, "warp trace: no records");
     eco_err e = check_records(r, n);
     if (e) return e;
-    eco_warp_trace_record *sorted = malloc(n * sizeof *sorted);
+    eco_warp_trace_record *sorted = malloc(n * sizeof *sorted), *launch = malloc(n * sizeof *launch);
+    launch_key *keys = malloc(n * sizeof *keys);
     double *scratch = malloc(n * sizeof *scratch), *sm_end = malloc(MAX_SM * sizeof *sm_end);
-    if (!sorted || !scratch || !sm_end) e = eco_fail(ECO_ENOMEM, "out of memory");
+    if (!sorted || !launch || !keys || !scratch || !sm_end) e = eco_fail(ECO_ENOMEM, "out of memory");
     if (!e) e = sm_clock(r, n, scratch, &out->cycles_per_ns);
     if (!e) {
         memcpy(sorted, r, n * sizeof *sorted);
@@ -149,17 +168,18 @@ eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_w
             if (step && (out->timer_step_ns == 0 || (double)step < out->timer_step_ns)) out->timer_step_ns = (double)step;
         }
     }
+    for (size_t i = 0; !e && i < n; i++) {
+        eco_warp_trace_linear *lin = linear_of(out, sorted[i].rows, sorted[i].cols);
+        if (!lin) e = eco_fail(ECO_ETOOBIG, "warp trace: more than %d linear shapes", ECO_WARP_TRACE_MAX_LINEARS);
+        else keys[i] = (launch_key){(int)(lin - out->linears), (double)sorted[i].ns_entry + sorted[i].clk_released / out->cycles_per_ns, i};
+    }
+    if (!e) qsort(keys, n, sizeof *keys, by_linear_then_release);
     for (size_t a = 0; !e && a < n;) {
         size_t b = a + 1;
-        while (b < n && sorted[b].rows == sorted[a].rows && sorted[b].cols == sorted[a].cols &&
-               sorted[b].ns_entry - sorted[b - 1].ns_entry <= LAUNCH_GAP_NS)
-            b++;
-        eco_warp_trace_linear *lin = linear_of(out, sorted[a].rows, sorted[a].cols);
-        if (!lin) {
-            e = eco_fail(ECO_ETOOBIG, "warp trace: more than %d linear shapes", ECO_WARP_TRACE_MAX_LINEARS);
-            break;
-        }
-        add_launch(sorted + a, b - a, out->cycles_per_ns, scratch, sm_end, lin);
+        while (b < n && keys[b].linear == keys[a].linear && keys[b].release_ns - keys[b - 1].release_ns <= LAUNCH_GAP_NS) b++;
+        for (size_t i = a; i < b; i++) launch[i - a] = sorted[keys[i].record];
+        qsort(launch, b - a, sizeof *launch, by_entry);
+        add_launch(launch, b - a, out->cycles_per_ns, scratch, sm_end, &out->linears[keys[a].linear]);
         out->launches++;
         a = b;
     }
@@ -172,6 +192,8 @@ eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_w
         for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) *fields[f] *= k;
     }
     free(sorted);
+    free(launch);
+    free(keys);
     free(scratch);
     free(sm_end);
     if (e) memset(out, 0, sizeof *out);

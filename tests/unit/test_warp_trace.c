@@ -93,22 +93,43 @@ static void test_summary(void **state)
     near(b->sm_end_min_us, 3.5);
 }
 
-static void test_launch_split_by_gap(void **state)
+static void test_launch_split_by_release_gap(void **state)
 {
     (void)state;
     eco_warp_trace_record r[8];
     size_t n = launch_a(r, 100, 0);
-    n += launch_a(r + n, 100, 10301); /* its first entry 10001 ns after the other's last */
+    n += launch_a(r + n, 100, 10401); /* its first release 10001 ns after the other's last (5400) */
     eco_warp_trace_summary s;
     assert_int_equal(eco_warp_trace_summarize(r, n, &s), ECO_OK);
     assert_int_equal(s.launches, 2);
     assert_int_equal(s.linears[0].launches, 2);
     near(s.linears[0].warps, 4);
     n = launch_a(r, 100, 0);
-    n += launch_a(r + n, 100, 10299); /* 9999 ns: one launch of eight warps */
+    n += launch_a(r + n, 100, 10399); /* 9999 ns: one launch of eight warps */
     assert_int_equal(eco_warp_trace_summarize(r, n, &s), ECO_OK);
     assert_int_equal(s.launches, 1);
     near(s.linears[0].warps, 8);
+}
+
+/* A launch under programmatic dependent launch: two warps enter while the kernel before it runs and wait, two enter
+ * 15 us later as that kernel's blocks leave and pass the wait at once. Their entries are further apart than the
+ * launch gap; their releases are not, so they are one launch. */
+static void test_launch_entered_in_two_waves(void **state)
+{
+    (void)state;
+    eco_warp_trace_record r[4];
+    r[0] = rec(100, 0, 0, 0, 15000, 20000, 20500);
+    r[1] = rec(100, 1, 16, 100, 15100, 19000, 19200);
+    r[2] = rec(100, 2, 32, 14900, 15050, 18050, 18550);
+    r[3] = rec(100, 3, 48, 15300, 15400, 21400, 21600);
+    eco_warp_trace_summary s;
+    assert_int_equal(eco_warp_trace_summarize(r, 4, &s), ECO_OK);
+    assert_int_equal(s.launches, 1);
+    near(s.linears[0].warps, 4);
+    near(s.linears[0].entry_spread_us, 15.3);
+    near(s.linears[0].release_max_us, 0.4); /* releases 0, 0.1, 0.05, 0.4 */
+    near(s.linears[0].stream_max_us, 6.0);  /* 5.0, 3.9, 3.0, 6.0 */
+    near(s.linears[0].end_max_us, 6.6);     /* ends 5.5, 4.2, 3.55, 6.6 after the release */
 }
 
 static void test_summary_refusals(void **state)
@@ -217,7 +238,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summary),
-        cmocka_unit_test(test_launch_split_by_gap),
+        cmocka_unit_test(test_launch_split_by_release_gap),
+        cmocka_unit_test(test_launch_entered_in_two_waves),
         cmocka_unit_test(test_summary_refusals),
         cmocka_unit_test(test_read),
     };
