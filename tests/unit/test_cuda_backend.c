@@ -286,6 +286,15 @@ static void nf4_rows_variant(const char *name, const char *value)
     unsetenv(name);
 }
 
+/* Whether an engine opened now would make model c's SwiGLU in down (eco_cuda_swiglu_by_down), nf4 blocks of 64. */
+static int swiglu_by_down(const eco_model_config *c, eco_precision p)
+{
+    assert_non_null(c);
+    int on = -1;
+    assert_int_equal(eco_cuda_swiglu_by_down(c, p, 64, &on), ECO_OK);
+    return on;
+}
+
 /* gate_up summed by atomics into zeroed memory and SwiGLU made by down from the sums (=23), which zeroes the next
  * layer's: nf4 and nf4-dq a row per lane, two layers (two buffers) and three (the odd count's third buffer), with and
  * without the atomic qkv; a buffer left unzeroed shows from the 2nd token, a wrong x at once */
@@ -314,6 +323,28 @@ static void test_swiglu_atomic_matches_cpu_reference(void **state)
     wide2.layers = 2;
     compare_config(wide2, ECO_PREC_NF4, 0.9999);
     compare_config(wide(), ECO_PREC_NF4, 0.9999);
+    /* where it applies: the models of the H200 dataset, not off nf4, not where down's share of x would not fit
+     * shared memory (Qwen2.5-32B's down: 69120 chunks, 33 a warp on 132 SMs; 24 fit) */
+    const char *on[] = {"Qwen2.5-1.5B", "Qwen2.5-7B", "Llama-3.1-8B", "Qwen2.5-14B"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        assert_int_equal(swiglu_by_down(eco_preset_find(on[i]), ECO_PREC_NF4), 1);
+        assert_int_equal(swiglu_by_down(eco_preset_find(on[i]), ECO_PREC_NF4_DQ), 1);
+        assert_int_equal(swiglu_by_down(eco_preset_find(on[i]), ECO_PREC_FP16), 0);
+    }
+    /* Qwen2.5-0.5B's down (896 x 4864, 4.4M weights) is under the row decoder's 8M for a residual */
+    assert_int_equal(swiglu_by_down(eco_preset_find("Qwen2.5-0.5B"), ECO_PREC_NF4), 0);
+    eco_model_config q32 = *eco_preset_find("Qwen2.5-14B");
+    q32.intermediate = 27648;
+    assert_int_equal(swiglu_by_down(&q32, ECO_PREC_NF4), 0);
+    /* with one block of warps medium()'s down would take 32 chunks a warp: off, and the engine still right */
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    eco_model_config med = medium();
+    assert_int_equal(swiglu_by_down(&med, ECO_PREC_NF4), 1);
+    setenv("ECO_CUDA_NF4_BLOCKS", "1", 1);
+    assert_int_equal(swiglu_by_down(&med, ECO_PREC_NF4), 0);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    unsetenv("ECO_CUDA_NF4_BLOCKS");
+    unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
 }
 

@@ -1237,39 +1237,50 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStr
     return ECO_OK;
 }
 
-// Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
-// (its shape by the linear's size, ECO_CUDA_NF4_ROWS_SMALL): every warp the GPU holds at once (or
-// ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal share of the flat chunk order, whole steps; rows_slots is the
-// most warps any row group is split between. The deposits and arrival counters are shared by every linear on the
-// decoder (one runs at a time).
-eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+// A linear's shape on the decoder (by its size, ECO_CUDA_NF4_ROWS_SMALL) and each warp's share of the flat chunk order
+// under epilogue mapping `map` (of d's format, blocksize, rows, cols and rows_swiglu_x only).
+eco_err nf4_rows_share_of(const State *s, const DeviceLinear &d, int map, int *shape, RowsShare *sh)
 {
-    d.nf4_rows = true;
-    d.tile_map = map;
-    MatvecParams p = mapping_params(s, d, map);
-    d.rows_shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
-    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+    *shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
+    const RowsShape &rs = kNf4RowsShapes[*shape];
     bool dq = d.format == ECO_PREC_NF4_DQ;
+    MatvecParams p = mapping_params(s, d, map);
     long groups = nf4_rows_groups(p, map, kNf4RowsR);
     int lean = nf4_rows_lean_for(rows_lean_of(s, d), d.blocksize, rs.u);
     if (d.rows_swiglu_x && lean != kNf4StepsSwigluX)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC needs down's nf4 on the pair sums (blocks of >= 64 columns, "
                         "steps of one chunk); this one has blocks of %d and steps of %d", d.blocksize, rs.u);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, d.rows_shape, rows_lean_of(s, d)), rs.warps * kWarp,
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, *shape, rows_lean_of(s, d)), rs.warps * kWarp,
                                                      rows_smem_bytes(dq, d.rows_swiglu_x ? rs.warps * kSwigluXMaxChunks : 0)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
     long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
-    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
-    if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
+    *sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
+    if (d.rows_swiglu_x && sh->per > kSwigluXMaxChunks)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
-                        "in shared memory)", sh.per, kSwigluXMaxChunks);
+                        "in shared memory)", sh->per, kSwigluXMaxChunks);
+    return ECO_OK;
+}
+
+// Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
+// (nf4_rows_share_of): every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal
+// share of the flat chunk order, whole steps; rows_slots is the most warps any row group is split between. The
+// deposits and arrival counters are shared by every linear on the decoder (one runs at a time).
+eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+{
+    d.nf4_rows = true;
+    d.tile_map = map;
+    RowsShare sh;
+    eco_err e = nf4_rows_share_of(s, d, map, &d.rows_shape, &sh);
+    if (e) return e;
+    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+    long groups = nf4_rows_groups(mapping_params(s, d, map), map, kNf4RowsR);
     d.rows_chunks_per_warp = (int)sh.per;
     d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
     d.rows_slots = sh.slots;
     size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
-    eco_err e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
+    e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
 }
 
@@ -1350,6 +1361,18 @@ void resolve_swiglu_atomic(State *s, int format)
     // (and two layers at least: a single layer's down would zero the sums it is reading, for the next token)
     s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
+    if (!s->swiglu_atomic) return;
+    // and down's share of x fits its shared memory (kSwigluXMaxChunks: Qwen2.5-32B's would not on 132 SMs)
+    DeviceLinear down;
+    memset(&down, 0, sizeof down);
+    down.format = format;
+    down.rows = (int)hidden;
+    down.cols = (int)inter;
+    down.blocksize = s->opt.quant.nf4_blocksize;
+    down.rows_swiglu_x = true;
+    int shape;
+    RowsShare sh;
+    s->swiglu_atomic = nf4_rows_share_of(s, down, EP_STORE, &shape, &sh) == ECO_OK;
 }
 
 // Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer
@@ -2277,6 +2300,27 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
     if (!e) {
         resolve_qkv_atomic(s, precision);
         *atomic = s->qkv_atomic;
+    }
+    free(s->rows_trace_path);
+    free(s);
+    return e;
+}
+
+eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+{
+    if (precision == ECO_PREC_NF4 && nf4_blocksize < 32) return eco_fail(ECO_EINVAL, "nf4 blocksize %d", nf4_blocksize);
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no device");
+    State *s = (State *)calloc(1, sizeof(State));
+    if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
+    s->cfg = *c;
+    s->opt.quant.nf4_blocksize = nf4_blocksize;
+    s->sm_count = prop.multiProcessorCount;
+    eco_err e = apply_design(s, requested_design());
+    if (!e) e = nf4_grid_env(s);
+    if (!e) {
+        resolve_swiglu_atomic(s, precision);
+        *on = s->swiglu_atomic;
     }
     free(s->rows_trace_path);
     free(s);
