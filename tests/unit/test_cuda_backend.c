@@ -742,6 +742,12 @@ static void test_qkv_summing_rule(void **state)
     assert_qkv_summing_refused("ECO_CUDA_SWIGLU_ATOMIC");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    /* whether down makes the SwiGLU needs the device (its warps), and nf4 blocks in whole chunks */
+    int on = -1;
+    assert_int_equal(eco_cuda_swiglu_by_down(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4_DQ, 48, &on), ECO_EINVAL);
+    assert_non_null(strstr(eco_last_error(), "blocksize 48"));
+    assert_int_equal(eco_cuda_swiglu_by_down(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, 64, &on), have_device() ? ECO_OK : ECO_EUNSUPPORTED);
+    assert_int_equal(on, have_device() ? 1 : -1);
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
     /* the nf4 decoder's steps as the engine reads them, here without a GPU: the removed experiments' numbers (and any
      * other that names no steps) are refused, so a recorded A/B's setting never silently runs the default */

@@ -2290,41 +2290,55 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     return e ? e : closed;
 }
 
-eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision, int *atomic)
+static void free_rules_state(State *s)
+{
+    free(s->rows_trace_path);
+    free(s);
+}
+
+// A State with only the design and grid settings the environment gives (no device memory, no model): the host side
+// of the per-model rules. Free it with free_rules_state.
+static eco_err rules_state(const eco_model_config *c, State **out)
 {
     State *s = (State *)calloc(1, sizeof(State));
     if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
     s->cfg = *c;
     eco_err e = apply_design(s, requested_design());
     if (!e) e = nf4_grid_env(s);
-    if (!e) {
-        resolve_qkv_atomic(s, precision);
-        *atomic = s->qkv_atomic;
+    if (e) {
+        free_rules_state(s);
+        return e;
     }
-    free(s->rows_trace_path);
-    free(s);
-    return e;
+    *out = s;
+    return ECO_OK;
+}
+
+eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision, int *atomic)
+{
+    State *s;
+    eco_err e = rules_state(c, &s);
+    if (e) return e;
+    resolve_qkv_atomic(s, precision);
+    *atomic = s->qkv_atomic;
+    free_rules_state(s);
+    return ECO_OK;
 }
 
 eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
 {
-    if (precision == ECO_PREC_NF4 && nf4_blocksize < 32) return eco_fail(ECO_EINVAL, "nf4 blocksize %d", nf4_blocksize);
+    if ((precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && (nf4_blocksize < 32 || nf4_blocksize % 32))
+        return eco_fail(ECO_EINVAL, "nf4 blocksize %d: want a multiple of 32", nf4_blocksize);
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no device");
-    State *s = (State *)calloc(1, sizeof(State));
-    if (!s) return eco_fail(ECO_ENOMEM, "out of memory");
-    s->cfg = *c;
+    State *s;
+    eco_err e = rules_state(c, &s);
+    if (e) return e;
     s->opt.quant.nf4_blocksize = nf4_blocksize;
     s->sm_count = prop.multiProcessorCount;
-    eco_err e = apply_design(s, requested_design());
-    if (!e) e = nf4_grid_env(s);
-    if (!e) {
-        resolve_swiglu_atomic(s, precision);
-        *on = s->swiglu_atomic;
-    }
-    free(s->rows_trace_path);
-    free(s);
-    return e;
+    resolve_swiglu_atomic(s, precision);
+    *on = s->swiglu_atomic;
+    free_rules_state(s);
+    return ECO_OK;
 }
 
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
