@@ -1362,7 +1362,7 @@ void resolve_swiglu_atomic(State *s, int format)
     s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
     if (!s->swiglu_atomic) return;
-    // and down's share of x fits its shared memory (kSwigluXMaxChunks: Qwen2.5-32B's would not on 132 SMs)
+    // and down's share of x fits its shared memory (kSwigluXMaxChunks: Qwen2.5-72B's would not on 132 SMs)
     DeviceLinear down;
     memset(&down, 0, sizeof down);
     down.format = format;
