@@ -94,19 +94,22 @@ static eco_err sm_clock(const eco_warp_trace_record *r, size_t n, double *scratc
     return *cycles_per_ns > 0 ? ECO_OK : eco_fail(ECO_EINVAL, "warp trace: the records show no SM clock");
 }
 
+/* When record r's warp passed the dependency wait, in %globaltimer ns (its entry plus its cycles to then). */
+static double release_ns(const eco_warp_trace_record *r, double cpn) { return (double)r->ns_entry + r->clk_released / cpn; }
+
 /* One launch, records l[0..n): its figures added to `lin`. */
 static void add_launch(const eco_warp_trace_record *l, size_t n, double cpn, double *scratch, double *sm_end, eco_warp_trace_linear *lin)
 {
     double release = 1e300, *v = scratch;
     for (size_t i = 0; i < n; i++) {
-        double at = (double)l[i].ns_entry + l[i].clk_released / cpn;
+        double at = release_ns(&l[i], cpn);
         if (at < release) release = at;
     }
     for (int s = 0; s < MAX_SM; s++) sm_end[s] = -1;
     lin->launches++;
     lin->warps += (double)n;
     lin->entry_spread_us += (double)(l[n - 1].ns_entry - l[0].ns_entry) / 1e3;
-    for (size_t i = 0; i < n; i++) v[i] = ((double)l[i].ns_entry + l[i].clk_released / cpn - release) / 1e3;
+    for (size_t i = 0; i < n; i++) v[i] = (release_ns(&l[i], cpn) - release) / 1e3;
     lin->release_p50_us += quantile(v, n, 0.5);
     lin->release_max_us += v[n - 1];
     for (size_t i = 0; i < n; i++) v[i] = (double)(l[i].clk_streamed - l[i].clk_released) / cpn / 1e3;
@@ -171,7 +174,7 @@ eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_w
     for (size_t i = 0; !e && i < n; i++) {
         eco_warp_trace_linear *lin = linear_of(out, sorted[i].rows, sorted[i].cols);
         if (!lin) e = eco_fail(ECO_ETOOBIG, "warp trace: more than %d linear shapes", ECO_WARP_TRACE_MAX_LINEARS);
-        else keys[i] = (launch_key){(int)(lin - out->linears), (double)sorted[i].ns_entry + sorted[i].clk_released / out->cycles_per_ns, i};
+        else keys[i] = (launch_key){(int)(lin - out->linears), release_ns(&sorted[i], out->cycles_per_ns), i};
     }
     if (!e) qsort(keys, n, sizeof *keys, by_linear_then_release);
     for (size_t a = 0; !e && a < n;) {
