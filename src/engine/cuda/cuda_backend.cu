@@ -1237,51 +1237,59 @@ template <typename T> eco_err grow_zeroed(T **p, size_t *n, size_t need, cudaStr
     return ECO_OK;
 }
 
-// A linear's shape on the decoder (by its size, ECO_CUDA_NF4_ROWS_SMALL) and each warp's share of the flat chunk order
-// under epilogue mapping `map` (of d's format, blocksize, rows, cols and rows_swiglu_x only).
-eco_err nf4_rows_share_of(const State *s, const DeviceLinear &d, int map, int *shape, RowsShare *sh)
+// A linear's launch on the row-per-lane decoder, before it is put there: its shape, row groups and each warp's share.
+struct RowsLaunch {
+    int shape;
+    long groups;
+    RowsShare share;
+};
+
+// A linear's shape on the decoder (by its size, ECO_CUDA_NF4_ROWS_SMALL), its row groups and each warp's share of the
+// flat chunk order under epilogue mapping `map` (of d's format, blocksize, rows, cols and rows_swiglu_x only).
+eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsLaunch *out)
 {
-    *shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
-    const RowsShape &rs = kNf4RowsShapes[*shape];
+    int shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
+    const RowsShape &rs = kNf4RowsShapes[shape];
     bool dq = d.format == ECO_PREC_NF4_DQ;
-    MatvecParams p = mapping_params(s, d, map);
-    long groups = nf4_rows_groups(p, map, kNf4RowsR);
+    long groups = nf4_rows_groups(mapping_params(s, d, map), map, kNf4RowsR);
     int lean = nf4_rows_lean_for(rows_lean_of(s, d), d.blocksize, rs.u);
     if (d.rows_swiglu_x && lean != kNf4StepsSwigluX)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC needs down's nf4 on the pair sums (blocks of >= 64 columns, "
                         "steps of one chunk); this one has blocks of %d and steps of %d", d.blocksize, rs.u);
     int per_sm = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, *shape, rows_lean_of(s, d)), rs.warps * kWarp,
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, shape, rows_lean_of(s, d)), rs.warps * kWarp,
                                                      rows_smem_bytes(dq, d.rows_swiglu_x ? rs.warps * kSwigluXMaxChunks : 0)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
     long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
-    *sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
-    if (d.rows_swiglu_x && sh->per > kSwigluXMaxChunks)
+    RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
+    if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
-                        "in shared memory)", sh->per, kSwigluXMaxChunks);
+                        "in shared memory)", sh.per, kSwigluXMaxChunks);
+    *out = RowsLaunch{shape, groups, sh};
     return ECO_OK;
 }
 
 // Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
-// (nf4_rows_share_of): every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal
+// (nf4_rows_launch_of): every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal
 // share of the flat chunk order, whole steps; rows_slots is the most warps any row group is split between. The
 // deposits and arrival counters are shared by every linear on the decoder (one runs at a time).
 eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
 {
     d.nf4_rows = true;
     d.tile_map = map;
-    RowsShare sh;
-    eco_err e = nf4_rows_share_of(s, d, map, &d.rows_shape, &sh);
+    RowsLaunch rl;
+    eco_err e = nf4_rows_launch_of(s, d, map, &rl);
     if (e) return e;
-    const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
-    long groups = nf4_rows_groups(mapping_params(s, d, map), map, kNf4RowsR);
+    const RowsShare &sh = rl.share;
+    const int warps = kNf4RowsShapes[rl.shape].warps;
+    d.rows_shape = rl.shape;
     d.rows_chunks_per_warp = (int)sh.per;
-    d.rows_blocks = (int)((sh.used + rs.warps - 1) / rs.warps);
+    d.rows_blocks = (int)((sh.used + warps - 1) / warps);
     d.rows_slots = sh.slots;
-    size_t need = sh.slots > 1 ? (size_t)groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
+    size_t need = sh.slots > 1 ? (size_t)rl.groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
     e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
-    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)groups, s->stream);
+    return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)rl.groups, s->stream);
 }
 
 // A row-major nf4 linear's weights and scales (absmax, or nf4-dq's codes) replaced by copies in another order:
@@ -1370,9 +1378,8 @@ void resolve_swiglu_atomic(State *s, int format)
     down.cols = (int)inter;
     down.blocksize = s->opt.quant.nf4_blocksize;
     down.rows_swiglu_x = true;
-    int shape;
-    RowsShare sh;
-    s->swiglu_atomic = nf4_rows_share_of(s, down, EP_STORE, &shape, &sh) == ECO_OK;
+    RowsLaunch rl;
+    s->swiglu_atomic = nf4_rows_launch_of(s, down, EP_STORE, &rl) == ECO_OK;
 }
 
 // Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer

@@ -291,8 +291,8 @@ template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>
 template <int Lean> constexpr bool kRowsSwigluX = kNf4RowsSteps[kRowsStepsAt<Lean>].swiglu_x;
 
 // =23's x: each warp's chunks of x (64 bytes each, in the warp's flat chunk order) in shared memory after the table,
-// at most this many a warp (a model whose down would give a warp more is refused under ECO_CUDA_SWIGLU_ATOMIC, with
-// the count: nf4_rows_plan), so two 16-warp blocks still fit an SM beside their 64 KB tables.
+// at most this many a warp (for a model whose down would give a warp more, resolve_swiglu_atomic keeps the mode off,
+// and nf4_rows_plan refuses such a launch), so two 16-warp blocks still fit an SM beside their 64 KB tables.
 constexpr int kSwigluXMaxChunks = 24, kSwigluXChunkBytes = 64;
 
 // x = fp16(silu(gate) * up) for chunks [f0, f1) of the flat order (column chunk f % C), from gate_up's fp32 sums
