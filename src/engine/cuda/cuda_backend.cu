@@ -1380,6 +1380,8 @@ void resolve_swiglu_atomic(State *s, int format)
     down.rows_swiglu_x = true;
     RowsLaunch rl;
     s->swiglu_atomic = nf4_rows_launch_of(s, down, EP_STORE, &rl) == ECO_OK;
+    // a share that does not fit only turns the mode off: its message is no failure of this open, so none is left
+    if (!s->swiglu_atomic) eco_clear_error();
 }
 
 // Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer
