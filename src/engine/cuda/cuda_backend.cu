@@ -1380,7 +1380,8 @@ void resolve_swiglu_atomic(State *s, int format)
     down.rows_swiglu_x = true;
     RowsLaunch rl;
     s->swiglu_atomic = nf4_rows_launch_of(s, down, EP_STORE, &rl) == ECO_OK;
-    // a share that does not fit only turns the mode off: its message is no failure of this open, so none is left
+    // the probe's refusal (a share of x that does not fit, or blocks too small for =23's steps) only turns the mode
+    // off: its message is no failure of this open, so none is left
     if (!s->swiglu_atomic) eco_clear_error();
 }
 
