@@ -53,4 +53,10 @@ eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precisi
  * no group split between more warps than its deposit slots. ECO_ESTATE with the first violation. */
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps) __attribute__((weak));
 
+/* The filled shares (ECO_CUDA_NF4_FILL) of a residual nf4 linear of `rows` x `cols` on the row-per-lane decoder's
+ * default steps (16-warp blocks, pairs of one-chunk steps) over `blocks` blocks, `skew` blocks skewed: sizes[k] chunks
+ * a warp for the warps of counts[k] blocks, k = 0..2, in block order; *filled 0 where the chunks do not fill every
+ * warp (even shares then, counts[0] = blocks of sizes[0]). On the host. ECO_EINVAL for a bad shape. */
+eco_err eco_cuda_nf4_rows_fill_plan(int rows, int cols, int blocks, int skew, int *filled, long counts[3], long sizes[3]) __attribute__((weak));
+
 #endif

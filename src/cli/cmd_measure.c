@@ -381,7 +381,7 @@ int eco_cmd_measure(int argc, char **argv)
     {
         char cuda_rt[256] = "";
         if (!strcmp(a.backend, "cuda") && eco_cuda_device_name) eco_cuda_device_name(cuda_rt, sizeof cuda_rt);
-        char backend_name[64], design[1024] = ""; /* the schema's engine_design maxLength */
+        char backend_name[64], design[2048] = ""; /* the schema's engine_design maxLength */
         snprintf(backend_name, sizeof backend_name, "%s%s", a.backend, a.reference_stack ? "-reference-stack" : "");
         if (!strcmp(a.backend, "cuda") && eco_cuda_design) eco_cuda_design(design, sizeof design);
         const char *notes[4] = {NULL};

@@ -304,7 +304,7 @@ static void test_swiglu_atomic_matches_cpu_reference(void **state)
     if (!have_device()) skip();
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
     setenv("ECO_CUDA_NF4", "rows", 1);
-    char swiglu_design[1024];
+    char swiglu_design[2048];
     eco_cuda_design(swiglu_design, sizeof swiglu_design);
     assert_non_null(strstr(swiglu_design, "gate_up summed by atomics, SwiGLU made by down"));
     eco_model_config three = medium();
@@ -438,6 +438,21 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
+    /* filled shares for the residual linears (ECO_CUDA_NF4_FILL; qkv is summed atomically): wide's down over the grid
+     * that fits (two sizes), medium's over 5 blocks skewed by one (three: 2 x 8, 2 x 6, 1 x 4 chunks a warp) and over 2
+     * blocks skewed (18 and 14 a warp); Qwen2's o and down. A row added twice or lost shows in the logits */
+    const char *fills[][2] = {{"o,down", NULL}, {"qkv,o,down:1", "5"}, {"o,down:3", "2"}};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("ECO_CUDA_NF4_FILL", fills[i][0], 1);
+        if (fills[i][1]) setenv("ECO_CUDA_NF4_BLOCKS", fills[i][1], 1);
+        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_FILL=%s ECO_CUDA_NF4_BLOCKS=%s\n", fills[i][0], fills[i][1] ? fills[i][1] : "-");
+        compare_config(wide(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4, 0.9999);
+        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+        compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
+        unsetenv("ECO_CUDA_NF4_BLOCKS");
+    }
+    unsetenv("ECO_CUDA_NF4_FILL");
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
     const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
@@ -679,8 +694,8 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
-    char design[1024];
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
+    char design[2048];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
         eco_cuda_design(design, sizeof design);
@@ -689,7 +704,10 @@ static void test_design_fits_the_energy_schema(void **state)
         assert_non_null(strstr(design, "graph+PDL"));
         assert_non_null(strstr(design, "fp32 table")); /* the nf4 part whole: its own buffer cut it short once */
         assert_non_null(strstr(design, "RoPE in attention"));
-        if (n == sizeof longest / sizeof longest[0]) assert_non_null(strstr(design, "SwiGLU made by down")); /* the string's end */
+        if (n == sizeof longest / sizeof longest[0]) {
+            assert_non_null(strstr(design, "SwiGLU made by down")); /* the string's end */
+            assert_non_null(strstr(design, "shares filled for qkv,o,gate_up (4096 blocks skewed)"));
+        }
     }
     setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
     eco_cuda_design(design, sizeof design);
@@ -782,6 +800,25 @@ static void test_qkv_summing_rule(void **state)
     assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_LEAN=22");
     unsetenv("ECO_CUDA_NF4_ROWS_TRACE");
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
+    /* filled shares: roles as ECO_CUDA_MMA_ROLES names them, an optional skew of 0..4096 blocks; anything else refused */
+    const char *good_fills[] = {"none", "down", "o,down", "qkv,o,gate_up,down:4096", "down:0"};
+    for (size_t i = 0; i < sizeof good_fills / sizeof good_fills[0]; i++) {
+        setenv("ECO_CUDA_NF4_FILL", good_fills[i], 1);
+        assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    }
+    const char *bad_fills[] = {"", "all", "down:", "down:-1", "down:4097", "down:2x", "lm_head", "up", ":3", "down:3:4"};
+    for (size_t i = 0; i < sizeof bad_fills / sizeof bad_fills[0]; i++) {
+        setenv("ECO_CUDA_NF4_FILL", bad_fills[i], 1);
+        assert_qkv_summing_refused("ECO_CUDA_NF4_FILL");
+    }
+    /* down's steps under SwiGLU made by down take even shares: refused, not run silently; its gate_up may fill */
+    setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
+    setenv("ECO_CUDA_NF4_FILL", "o,down", 1);
+    assert_qkv_summing_refused("ECO_CUDA_NF4_FILL");
+    setenv("ECO_CUDA_NF4_FILL", "gate_up,o:2", 1);
+    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
+    unsetenv("ECO_CUDA_NF4_FILL");
     /* the rule follows the nf4 decoders' settings */
     setenv("ECO_CUDA_NF4", "lanes", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);
@@ -827,6 +864,35 @@ static void test_nf4_rows_layout_and_split(void **state)
                 checked++;
             }
     assert_int_equal(checked, 64);
+    /* filled shares of real residual linears over the 264 blocks of an H100 or H200 (132 SMs, 2 a SM) */
+    if (!eco_cuda_nf4_rows_fill_plan) skip();
+    const struct {
+        int rows, cols, skew, filled;
+        long counts[3], sizes[3];
+    } fills[] = {
+        {4096, 14336, 0, 1, {104, 160, 0}, {8, 6, 6}},  /* Llama-3.1-8B down: even shares ran 224 blocks of 8 */
+        {3584, 18944, 0, 1, {244, 20, 0}, {8, 6, 6}},   /* Qwen2.5-7B down: the last 20 blocks a pair less */
+        {3584, 18944, 8, 1, {252, 4, 8}, {8, 6, 4}},    /* skewed: 8 blocks give a pair a warp to 8 at the front */
+        {3584, 18944, 32, 1, {254, 0, 10}, {8, 6, 4}},  /* as far as the sizes allow: 10 */
+        {5120, 13824, 0, 1, {24, 240, 0}, {10, 8, 8}},  /* Qwen2.5-14B down: even ran 216 blocks of 10 */
+        {5120, 5120, 3, 1, {136, 128, 0}, {4, 2, 2}},   /* Qwen2.5-14B o: no skew below two pairs a warp */
+        {3584, 3584, 0, 0, {196, 0, 0}, {2, 2, 2}},     /* Qwen2.5-7B o: fewer pairs than warps, even shares */
+    };
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; i++) {
+        int filled = -1;
+        long counts[3], sizes[3];
+        assert_int_equal(eco_cuda_nf4_rows_fill_plan(fills[i].rows, fills[i].cols, 264, fills[i].skew, &filled, counts, sizes), ECO_OK);
+        print_message("%d x %d skew %d: %ld x %ld, %ld x %ld, %ld x %ld\n", fills[i].rows, fills[i].cols, fills[i].skew, counts[0], sizes[0],
+                      counts[1], sizes[1], counts[2], sizes[2]);
+        assert_int_equal(filled, fills[i].filled);
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(counts[k], fills[i].counts[k]);
+            if (counts[k]) assert_int_equal(sizes[k], fills[i].sizes[k]);
+        }
+    }
+    int filled;
+    long counts[3], sizes[3];
+    assert_int_equal(eco_cuda_nf4_rows_fill_plan(4096, 100, 264, 0, &filled, counts, sizes), ECO_EINVAL);
     /* bad shapes are refused, not checked as if valid */
     assert_int_equal(eco_cuda_nf4_rows_layout_check(100, 96, 0, 0, 8, 1), ECO_EINVAL);  /* columns not whole steps */
     assert_int_equal(eco_cuda_nf4_rows_layout_check(101, 128, 1, 0, 8, 1), ECO_EINVAL); /* odd rows for pairs */

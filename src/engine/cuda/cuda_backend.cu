@@ -285,6 +285,8 @@ struct State {
     unsigned *rows_trace_next;
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
+    unsigned nf4_fill_roles; /* its residual linears (MmaRole bits) on filled shares, nf4_rows_fill (ECO_CUDA_NF4_FILL) */
+    int nf4_fill_skew;       /* and the blocks they skew */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -967,6 +969,39 @@ eco_err rows_shape_env(int *shape, int *small_shape, long *small_max)
     return ECO_OK;
 }
 
+// Filled shares (nf4_rows_fill) for the residual linears of these roles, ECO_CUDA_NF4_FILL="ROLES[:K]" (roles as
+// ECO_CUDA_MMA_ROLES names them; K blocks skewed, 0..4096); unset or "none": even shares. down is refused under
+// ECO_CUDA_SWIGLU_ATOMIC=1, whose steps for it take even shares (matvec_nf4_rows), rather than run them silently.
+eco_err nf4_fill_env(unsigned *roles, int *skew)
+{
+    *roles = 0;
+    *skew = 0;
+    const char *v = getenv("ECO_CUDA_NF4_FILL");
+    if (!v || !strcmp(v, "none")) return ECO_OK;
+    char buf[96];
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    bool ok = n < sizeof buf;
+    if (ok) {
+        memcpy(buf, v, n);
+        buf[n] = 0;
+        *roles = parse_mma_roles(buf);
+        ok = *roles != 0 && !(*roles & kRoleLmHead) && (!colon || parse_int_in(colon + 1, 0, 4096, skew)); // lm_head adds to nothing
+    }
+    if (!ok) {
+        *roles = 0;
+        *skew = 0;
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": want \"none\" or roles (qkv,o,gate_up,down) and an optional \":K\", K blocks "
+                        "skewed (0..4096)", v);
+    }
+    if (*roles & kRoleDown && env_is("ECO_CUDA_SWIGLU_ATOMIC", "1")) {
+        *roles = 0;
+        *skew = 0;
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": down's steps under ECO_CUDA_SWIGLU_ATOMIC=1 take even shares; name the other roles", v);
+    }
+    return ECO_OK;
+}
+
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
@@ -974,6 +1009,7 @@ eco_err nf4_grid_env(State *s)
     if (!e) e = env_int("ECO_CUDA_NF4_MIN_STEPS", 1, 64, 1, "steps", &s->nf4_min_steps);
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
+    if (!e) e = nf4_fill_env(&s->nf4_fill_roles, &s->nf4_fill_skew);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -1242,11 +1278,13 @@ struct RowsLaunch {
     int shape;
     long groups;
     RowsShare share;
+    bool filled; // share: filled (nf4_rows_fill), not even
 };
 
 // A linear's shape on the decoder (by its size, ECO_CUDA_NF4_ROWS_SMALL), its row groups and each warp's share of the
 // flat chunk order under epilogue mapping `map` (of d's format, blocksize, rows, cols and rows_swiglu_x only).
-eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsLaunch *out)
+// residual_role: the role (MmaRole) of a linear launched with a residual add, for filled shares; 0 for the others.
+eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsLaunch *out, unsigned residual_role = 0)
 {
     int shape = s->rows_small_max && (long)d.rows * d.cols <= s->rows_small_max ? s->rows_small_shape : s->rows_shape;
     const RowsShape &rs = kNf4RowsShapes[shape];
@@ -1263,28 +1301,41 @@ eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsL
     // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
     long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
+    bool filled = false;
+    if (residual_role & s->nf4_fill_roles && !d.rows_swiglu_x) { // =23's steps take even shares (nf4_fill_env)
+        RowsShare f;
+        long skewed;
+        filled = nf4_rows_fill(groups, d.cols / 32, warps / rs.warps, rs.warps, (long)s->nf4_min_steps * rs.u, whole, s->nf4_fill_skew, &f, &skewed);
+        if (filled) sh = f;
+    }
     if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
                         "in shared memory)", sh.per, kSwigluXMaxChunks);
-    *out = RowsLaunch{shape, groups, sh};
+    *out = RowsLaunch{shape, groups, sh, filled};
     return ECO_OK;
 }
 
 // Puts a linear laid out for the row-per-lane decoder under epilogue mapping `map` on it, and plans its launch
 // (nf4_rows_launch_of): every warp the GPU holds at once (or ECO_CUDA_NF4_BLOCKS blocks, for tests) takes an equal
-// share of the flat chunk order, whole steps; rows_slots is the most warps any row group is split between. The
-// deposits and arrival counters are shared by every linear on the decoder (one runs at a time).
-eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map)
+// share of the flat chunk order, whole steps (or filled shares, for a residual role ECO_CUDA_NF4_FILL names);
+// rows_slots is the most warps any row group is split between. The deposits and arrival counters are shared by
+// every linear on the decoder (one runs at a time).
+eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map, unsigned residual_role = 0)
 {
     d.nf4_rows = true;
     d.tile_map = map;
     RowsLaunch rl;
-    eco_err e = nf4_rows_launch_of(s, d, map, &rl);
+    eco_err e = nf4_rows_launch_of(s, d, map, &rl, residual_role);
     if (e) return e;
     const RowsShare &sh = rl.share;
     const int warps = kNf4RowsShapes[rl.shape].warps;
     d.rows_shape = rl.shape;
     d.rows_chunks_per_warp = (int)sh.per;
+    d.rows_filled = rl.filled;
+    d.rows_share_n1 = (int)sh.n1;
+    d.rows_share_s2 = (int)sh.s2;
+    d.rows_share_n2 = (int)sh.n2;
+    d.rows_share_s3 = (int)sh.s3;
     d.rows_blocks = (int)((sh.used + warps - 1) / warps);
     d.rows_slots = sh.slots;
     size_t need = sh.slots > 1 ? (size_t)rl.groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
@@ -1397,13 +1448,13 @@ float *swiglu_buffer(const State *s, int l)
 }
 
 // Moves a row-major nf4 linear (weights, and absmax or its codes) into the row-per-lane order, for the
-// epilogue mapping `map` every later launch of it will use (checked in launch_matvec; `residual`: launched with
-// a residual add). Not in reference-stack mode, not on the tensor-core path, and only for columns in whole
-// steps (128).
-eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
+// epilogue mapping `map` every later launch of it will use (checked in launch_matvec; `residual_role`: the role of
+// a linear launched with a residual add, 0 for the others). Not in reference-stack mode, not on the tensor-core
+// path, and only for columns in whole steps (128).
+eco_err interleave_nf4(State *s, Linear &l, int map, unsigned residual_role)
 {
     DeviceLinear &d = l.d;
-    if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual)) return ECO_OK;
+    if (d.tiled || !nf4_rows_takes(s, d.format, d.rows, d.cols, residual_role != 0)) return ECO_OK;
     MatvecParams p = mapping_params(s, d, map);
     int groups = nf4_rows_groups(p, map, kNf4RowsR);
     size_t slots = (size_t)kWarp * kNf4RowsR, wbytes = (size_t)groups * (d.cols / 32) * slots * 16;
@@ -1412,7 +1463,7 @@ eco_err interleave_nf4(State *s, Linear &l, int map, bool residual)
         interleave_nf4_rows<<<1024, 256, 0, s->stream>>>((const uint8_t *)d.w, w, d.absmax, am, d.absmax_q, codes, p, map, kNf4RowsR,
                                                          groups, d.blocksize);
     });
-    return e ? e : nf4_rows_plan(s, d, map);
+    return e ? e : nf4_rows_plan(s, d, map, residual_role);
 }
 
 // The nf4 lane decoder takes this (row-major) nf4 linear.
@@ -1476,13 +1527,13 @@ bool may_tile_role(const State *s, const Linear &l, unsigned role)
 }
 
 // A loaded linear into the order of the kernel that will run it: tensor-core tiles, nf4 rows per lane, or
-// row-major as loaded (gate_up pair by pair under the experiment above). residual: its output is added to the
-// residual stream (o, down). may_tile: false keeps it off the tensor-core matvec.
-
-eco_err arrange_linear(State *s, Linear &l, int map, bool residual = false, bool may_tile = true)
+// row-major as loaded (gate_up pair by pair under the experiment above). residual_role: for a linear whose output is
+// added to y (o and down to the residual stream; qkv and gate_up summed atomically), its role (MmaRole); else 0.
+// may_tile: false keeps it off the tensor-core matvec.
+eco_err arrange_linear(State *s, Linear &l, int map, unsigned residual_role = 0, bool may_tile = true)
 {
     eco_err e = may_tile ? tile_linear(s, l, map) : ECO_OK;
-    if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual);
+    if (!e && !l.d.tiled) e = interleave_nf4(s, l, map, residual_role);
     if (!e && map == EP_SWIGLU && s->swiglu_adjacent) e = interleave_pairs(s, l);
     return e;
 }
@@ -1597,7 +1648,13 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         bool dq = d.format == ECO_PREC_NF4_DQ;
         p.epilogue = out.epilogue;
         p.splits = 1;
+        if (d.rows_filled && out.epilogue != EP_ADD)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear planned on filled shares launched without a residual add");
         p.chunks_per_warp = d.rows_chunks_per_warp;
+        p.share_n1 = d.rows_share_n1;
+        p.share_s2 = d.rows_share_s2;
+        p.share_n2 = d.rows_share_n2;
+        p.share_s3 = d.rows_share_s3;
         p.slots = d.rows_slots;
         p.preload = s->nf4_preload;
         p.partials = s->rows_partials;
@@ -1827,15 +1884,15 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic, may_tile_role(s, L.qkv, kRoleQkv))))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic ? kRoleQkv : 0u, may_tile_role(s, L.qkv, kRoleQkv))))
             return e;
-        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, true, may_tile_role(s, L.o, kRoleO)))) return e;
+        if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, kRoleO, may_tile_role(s, L.o, kRoleO)))) return e;
         if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) ||
-            (e = arrange_linear(s, L.gate_up, s->fused && !s->swiglu_atomic ? EP_SWIGLU : EP_STORE, s->swiglu_atomic, may_tile_role(s, L.gate_up, kRoleGateUp))))
+            (e = arrange_linear(s, L.gate_up, s->fused && !s->swiglu_atomic ? EP_SWIGLU : EP_STORE, s->swiglu_atomic ? kRoleGateUp : 0u, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down))) return e;
         L.down.d.rows_swiglu_x = s->swiglu_atomic;
-        if ((e = arrange_linear(s, L.down, EP_STORE, true, may_tile_role(s, L.down, kRoleDown)))) return e;
+        if ((e = arrange_linear(s, L.down, EP_STORE, kRoleDown, may_tile_role(s, L.down, kRoleDown)))) return e;
         if (s->swiglu_atomic && !(L.gate_up.d.nf4_rows && L.down.d.nf4_rows))
             return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: layer %d's gate_up or down is not on the nf4 row decoder", l);
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
@@ -1872,7 +1929,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     } else {
         const eco_weight_kind head = ECO_W_LM_HEAD;
         if ((e = load_linear(s, w, &head, 1, -1, o->quantize_lm_head ? p : ECO_PREC_FP16, &s->lm_head)) ||
-            (e = arrange_linear(s, s->lm_head, EP_STORE, false, may_tile_role(s, s->lm_head, kRoleLmHead))))
+            (e = arrange_linear(s, s->lm_head, EP_STORE, 0u, may_tile_role(s, s->lm_head, kRoleLmHead))))
             return e;
     }
     // RoPE angles in double, as the CPU reference computes them, once per position.
@@ -2281,7 +2338,7 @@ eco_err eco_cuda_qmatvec(const eco_qweight *q, const float *x, float *y)
     if (!e && !xh) e = eco_fail(ECO_ENOMEM, "out of memory");
     for (uint64_t i = 0; !e && i < q->cols; i++) xh[i] = eco_f32_to_f16(x[i]);
     if (!e) e = upload_qweight(&s, q, &lin);
-    if (!e) e = arrange_linear(&s, lin, EP_STORE, true);
+    if (!e) e = arrange_linear(&s, lin, EP_STORE, kRoleDown); // a residual add, down's shares (ECO_CUDA_NF4_FILL)
     if (!e) e = upload(&s, (uint16_t **)&dx, xh, q->cols * sizeof(uint16_t));
     if (!e && !(e = dalloc(&s, &dy, q->rows))) {
         // A residual-add epilogue may split the columns: y starts at zero and gets W x added.
@@ -2401,7 +2458,57 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
                 return eco_fail(ECO_ESTATE, "steps of %ld, group %ld: %ld warps overlap it, warps %ld..%ld by formula, %d slots", u, g,
                                 covering, first, last, sh.slots);
         }
+        // filled shares (residual linears): every block's warps a share of whole steps, larger ones first, the chunks
+        // covered with less than one block's worth to spare; refused only where some warp would get less than the least
+        const long skews[] = {0, 1, 5, 4096}, block_warps[] = {1, 16};
+        for (long bw : block_warps)
+            for (long skew : skews) {
+                RowsShare f;
+                long blocks = warps / bw > 0 ? warps / bw : 1, skewed = -1, least = ((long)min_steps * u + whole - 1) / whole * whole;
+                if (least < whole) least = whole;
+                if (!nf4_rows_fill(groups, chunks, blocks, bw, (long)min_steps * u, whole, skew, &f, &skewed)) {
+                    if (total / (blocks * bw) >= least || skewed != 0)
+                        return eco_fail(ECO_ESTATE, "filled shares refused for %ld chunks over %ld warps (least %ld)", total, blocks * bw, least);
+                    continue;
+                }
+                const long sizes[3] = {f.per, f.s2, f.s3}, counts[3] = {f.n1, f.n2, blocks - f.n1 - f.n2};
+                const long covered = rows_share_start(blocks, bw, f.per, f.n1, f.s2, f.n2, f.s3);
+                bool bad = f.used != blocks * bw || f.n1 < 0 || f.n2 < 0 || counts[2] < 0 || skewed < 0 || skewed > skew || covered < total ||
+                           covered - total > (bw - 1) * whole || f.per > f.s2 + whole || f.s2 < f.s3 ||
+                           (skewed > 0 && (f.s3 != f.s2 - whole || counts[2] != skewed || f.n1 < skewed));
+                for (int t = 0; t < 3 && !bad; t++)
+                    bad = counts[t] > 0 && (sizes[t] % whole || sizes[t] < least || (t && sizes[t] > sizes[t - 1]));
+                for (long b = 0; b < blocks && !bad; b++) // the starts run block by block, each block's warps its share apart
+                    bad = rows_share_start(b + 1, bw, f.per, f.n1, f.s2, f.n2, f.s3) - rows_share_start(b, bw, f.per, f.n1, f.s2, f.n2, f.s3) !=
+                          bw * rows_share_of(b, f.per, f.n1, f.s2, f.n2, f.s3);
+                if (bad)
+                    return eco_fail(ECO_ESTATE, "steps of %ld in wholes of %ld, %ld skewed of %ld: filled shares %ld x %ld, %ld x %ld, %ld x %ld "
+                                    "blocks of %ld warps for %ld chunks", u, whole, skewed, skew, counts[0], sizes[0], counts[1], sizes[1], counts[2],
+                                    sizes[2], bw, total);
+            }
     }
+    return ECO_OK;
+}
+
+eco_err eco_cuda_nf4_rows_fill_plan(int rows, int cols, int blocks, int skew, int *filled, long counts[3], long sizes[3])
+{
+    if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || blocks < 1 || skew < 0 || !filled || !counts || !sizes)
+        return eco_fail(ECO_EINVAL, "nf4 rows fill plan: bad shape");
+    const RowsShape &rs = kNf4RowsShapes[0];
+    MatvecParams p;
+    memset(&p, 0, sizeof p);
+    p.rows = rows;
+    p.cols = cols;
+    long groups = nf4_rows_groups(p, EP_STORE, kNf4RowsR), chunks = cols / 32, whole = 2 * rs.u, skewed;
+    RowsShare f;
+    *filled = nf4_rows_fill(groups, chunks, blocks, rs.warps, rs.u, whole, skew, &f, &skewed);
+    if (!*filled) f = nf4_rows_share(groups, chunks, (long)blocks * rs.warps, 1, rs.u, whole), f.n1 = (f.used + rs.warps - 1) / rs.warps, f.n2 = 0;
+    counts[0] = f.n1;
+    counts[1] = f.n2;
+    counts[2] = *filled ? blocks - f.n1 - f.n2 : 0;
+    sizes[0] = f.per;
+    sizes[1] = f.s2;
+    sizes[2] = f.s3;
     return ECO_OK;
 }
 
@@ -2451,8 +2558,17 @@ void eco_cuda_design(char *buf, size_t cap)
         if (smax) snprintf(small, sizeof small, "; <= %ldM weights %d x %d x %d", smax >> 20, ss.warps, ss.u, ss.per_sm);
         int preload;
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
-        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
-                 preload, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
+        unsigned fill_roles;
+        int skew;
+        char fill[96] = "";
+        if (!nf4_fill_env(&fill_roles, &skew) && fill_roles) { // ", shares filled for o,down (4 blocks skewed)"
+            size_t at = (size_t)snprintf(fill, sizeof fill, ", shares filled for");
+            for (const auto &r : kMmaRoleNames)
+                if (fill_roles & r.role && at < sizeof fill) at += (size_t)snprintf(fill + at, sizeof fill - at, "%s%s", at > 19 ? "," : " ", r.name);
+            if (skew && at < sizeof fill) snprintf(fill + at, sizeof fill - at, " (%d blocks skewed)", skew);
+        }
+        snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
+                 preload, fill, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }
     char mma[192] = "";
     size_t m_at = 0;

@@ -33,7 +33,10 @@ struct DeviceLinear {
     int tile_map;               // that order's unit -> rows mapping: EP_ROPE_KV, EP_SWIGLU, or EP_STORE (consecutive rows)
     bool nf4_rows;              // nf4 interleaved a row per lane (cuda_nf4_rows.cuh); tile_map is its slot -> row mapping
     int rows_chunks_per_warp, rows_blocks, rows_slots; // its launch: each warp's share, the grid, deposit slots per group
+    int rows_share_n1, rows_share_s2, rows_share_n2, rows_share_s3; // filled shares (ECO_CUDA_NF4_FILL): the warps of the
+                                // first n1 blocks take rows_chunks_per_warp chunks, of the next n2 s2, the rest s3; even: n1 every block
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
+    bool rows_filled;           // its shares filled (nf4_rows_fill): launched with a residual add only
     bool rows_swiglu_x;         // down under ECO_CUDA_SWIGLU_ATOMIC: its x made from gate_up's sums (kNf4StepsSwigluX)
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
@@ -124,6 +127,8 @@ struct MatvecParams {
     unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
+    int share_n1, share_s2, share_n2, share_s3; // a residual linear's filled shares: chunks_per_warp for the warps of
+                                 // the first share_n1 blocks, share_s2 of the next share_n2, share_s3 the rest (rows_share_start)
     int preload;                 // its steps loaded before the dependency wait: 1 or 2 (ECO_CUDA_NF4_PRELOAD)
     float *partials;             // its deposits [groups][slots][R][32]
     int *arrivals;               // [groups]: warps done with a row group (the last resets it)

@@ -71,12 +71,31 @@ __host__ __device__ __forceinline__ void rows_group_warps(long g, long chunks, l
     *last = ((g + 1) * chunks - 1) / per;
 }
 
+// Block b's first chunk of the flat order when the warps of the first n1 blocks take s1 chunks each, those of the
+// next n2 blocks s2 and the rest s3 (filled shares, nf4_rows_fill; even shares are n1 = every block), bw warps a
+// block. By block, not warp: the block's start and share are then uniform (ptxas keeps them in uniform registers),
+// where shares by warp made the 64-register loop recompute them every pass (295 instructions against 275).
+__host__ __device__ __forceinline__ long rows_share_start(long b, long bw, long s1, long n1, long s2, long n2, long s3)
+{
+    long x = b < n1 ? b : n1, y = b - x < n2 ? b - x : n2;
+    return (x * s1 + y * s2 + (b - x - y) * s3) * bw;
+}
+
+// And the share of each warp of block b.
+__host__ __device__ __forceinline__ long rows_share_of(long b, long s1, long n1, long s2, long n2, long s3)
+{
+    return b < n1 ? s1 : b < n1 + n2 ? s2 : s3;
+}
+
 // How `warps` warps split a linear of `groups` row groups of `chunks` chunks: each warp's share (whole steps
 // of U chunks, at least min_steps, a multiple of `whole` chunks: U, or two steps for the pair sums), the warps that
-// get one, and the most warps a group is split between (its deposit slots).
+// get one, and the most warps a group is split between (its deposit slots). Even shares: per for every warp used
+// (n1 = every block, n2 = 0); filled ones (nf4_rows_fill) in up to three sizes by block (rows_share_start), per the
+// largest.
 struct RowsShare {
     long per, used;
     int slots;
+    long n1, s2, n2, s3;
 };
 
 inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_steps, long U, long whole = 0)
@@ -85,13 +104,46 @@ inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_st
     long total = groups * chunks, per = (total + warps - 1) / warps;
     if (per < min_steps * U) per = min_steps * U;
     per = (per + whole - 1) / whole * whole;
-    RowsShare sh{per, (total + per - 1) / per, 1};
+    long used = (total + per - 1) / per;
+    RowsShare sh{per, used, 1, used, per, 0, per}; // n1: at least every block (one warp a block would be used)
     for (long g = 0; g < groups; g++) {
         long first, last;
         rows_group_warps(g, chunks, per, &first, &last);
         if (last - first + 1 > sh.slots) sh.slots = (int)(last - first + 1);
     }
     return sh;
+}
+
+// Filled shares for a residual linear (its warps add to y atomically, so no group needs to know its warps): every
+// block the GPU holds takes a share, in two sizes a `whole` apart with the larger first, where even shares round up
+// to whole steps and leave warps idle (Llama-3.1-8B's down: 224 of 264 blocks, so 40 SMs ran one block of it). The
+// first blocks are dispatched first: under dependent launch down's last blocks become resident only as gate_up's
+// leave, and are released up to 2 us after its first (session 44's warp trace). `skew` more blocks at the end then
+// give one whole a warp to as many blocks at the front, where the sizes allow (the blocks moved are returned in
+// *skewed). Sizes go by block (rows_share_start): the larger ones' blocks rounded up, so the last warps of the last
+// block may have less or nothing. False where the chunks do not give every warp a share of at least min_share: even
+// shares then. blocks: of bw warps each.
+inline bool nf4_rows_fill(long groups, long chunks, long blocks, long bw, long min_share, long whole, long skew, RowsShare *out,
+                          long *skewed)
+{
+    long total = groups * chunks, warps = blocks * bw;
+    min_share = (min_share + whole - 1) / whole * whole;
+    long lo = total / warps / whole * whole;
+    *skewed = 0;
+    if (lo < min_share || lo < whole) return false;
+    long first = ((total - warps * lo + whole - 1) / whole + bw - 1) / bw; // blocks at lo + whole
+    long k = 0;
+    if (lo - whole >= min_share && lo - whole >= whole)
+        for (long b = skew; b > 0 && !k; b--)
+            if (first + 2 * b <= blocks) k = b;
+    *skewed = k;
+    *out = RowsShare{lo + whole, warps, 1, first + k, lo, blocks - first - 2 * k, k ? lo - whole : lo};
+    if (out->n1 == 0) { // every warp at lo
+        out->per = lo;
+        out->n1 = blocks;
+        out->n2 = 0;
+    }
+    return true;
 }
 
 // Row-major packed nf4 (cols / 2 bytes a row) into the interleaved order, one thread per 16 bytes; and the
@@ -174,20 +226,22 @@ __device__ __forceinline__ bool last_to_arrive(int *arrivals, int n, int lane)
 template <int R>
 __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int warp_id, int lane, const float (&acc)[R])
 {
-    long first, last;
-    rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last);
-    if (first == last) {
-        rows_finish<R>(p, g, lane, acc);
-        return;
-    }
     if (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) {
         // a residual add is linear: each warp adds its part to y itself (the summation order then varies
-        // from run to run, as with the other kernels' column slices), and no warp waits for the group's last
+        // from run to run, as with the other kernels' column slices), and no warp waits for the group's last.
+        // Atomically even where the warp has the whole group (one adder: the same sum): which warps share a group
+        // is not known under filled shares, and asking would keep the warp's range live in the loop
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int row = nf4_rows_slot_row(p, EP_STORE, R, g, r * kWarp + lane);
             if (row >= 0) atomicAdd(p.y + row, acc[r]);
         }
+        return;
+    }
+    long first, last;
+    rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last); // even shares (a residual add alone is filled)
+    if (first == last) { // this warp has the whole group
+        rows_finish<R>(p, g, lane, acc);
         return;
     }
     int n = (int)(last - first + 1);
@@ -497,7 +551,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
     // Lean: step f (a multiple of U) lies in the absmax block of the step before it
     auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
-    const int f0 = warp_id * p.chunks_per_warp, f1 = min(total, f0 + p.chunks_per_warp);
+    // this warp's chunks [f0, f1): even shares under =23 (its loop spilled 8 bytes on filled ones; the host fills none)
+    const int share = kSwigluX ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
+    const int f0 = kSwigluX ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
+              f1 = min(total, f0 + share);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
