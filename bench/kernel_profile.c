@@ -8,6 +8,7 @@
  * (eco/warp_trace.h): when its warps were released, streamed and ended, per linear.
  * usage: kernel_profile [--models A,B] [--precisions fp16,...] [--tokens N] */
 #include <cupti_activity.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,22 @@ static void print_warp_trace(const eco_model_config *c, const char *path)
                linear_role(c, l->rows, l->cols, buf, sizeof buf), l->launches, l->warps, l->entry_spread_us, l->release_p50_us,
                l->release_max_us, l->stream_p50_us, l->stream_max_us, l->epilogue_p50_us, l->epilogue_max_us, l->end_p50_us,
                l->end_p90_us, l->end_max_us, l->sm_end_min_us, l->sm_end_p50_us);
+    }
+    printf("  by quarter of the grid (warp index; blocks are dispatched in index order), medians after the release:\n"
+           "  %-8s %28s %28s %28s\n", "linear", "entry q1/q2/q3/q4", "release q1/q2/q3/q4", "end q1/q2/q3/q4");
+    for (int i = 0; i < s.n_linears; i++) {
+        const eco_warp_trace_linear *l = &s.linears[i];
+        char buf[32];
+        printf("  %-8s", linear_role(c, l->rows, l->cols, buf, sizeof buf));
+        const double *rows[3] = {l->quarter_entry_us, l->quarter_release_us, l->quarter_end_us};
+        for (int k = 0; k < 3; k++) {
+            printf(" ");
+            for (int q = 0; q < 4; q++) {
+                if (isnan(rows[k][q])) printf(" %6s", "-");
+                else printf(" %6.2f", rows[k][q]);
+            }
+        }
+        printf("\n");
     }
 }
 

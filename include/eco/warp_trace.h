@@ -48,6 +48,12 @@ typedef struct {
     double epilogue_p50_us, epilogue_max_us; /* its last deposit to its end (the group's sum for its last warp) */
     double end_p50_us, end_p90_us, end_max_us; /* a warp's end after the launch's release; max: the linear's end */
     double sm_end_min_us, sm_end_p50_us;    /* an SM's last warp's end after the release: the earliest SM, the median */
+    /* by quarter of the grid (a warp's index over the launch's highest + 1; blocks are dispatched in index order), the
+     * medians of those warps' entry (negative: before the release), release and end, each after the launch's release,
+     * averaged over the launches with warps in that quarter (NAN where none had): whether the late warps are the last
+     * dispatched, as filled shares skewed by block assume (ECO_CUDA_NF4_FILL) */
+    double quarter_entry_us[4], quarter_release_us[4], quarter_end_us[4];
+    int quarter_launches[4];
 } eco_warp_trace_linear;
 
 #define ECO_WARP_TRACE_MAX_LINEARS 16

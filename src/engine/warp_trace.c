@@ -1,6 +1,7 @@
 /* The nf4 row decoder's warp trace: reading its file and summarizing it per linear (eco/warp_trace.h). */
 #include "eco/warp_trace.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,23 @@ static void add_launch(const eco_warp_trace_record *l, size_t n, double cpn, dou
         if (sm_end[s] >= 0) v[sms++] = sm_end[s];
     lin->sm_end_min_us += quantile(v, sms, 0.0);
     lin->sm_end_p50_us += quantile(v, sms, 0.5);
+    uint32_t top = 0;
+    for (size_t i = 0; i < n; i++)
+        if (l[i].warp > top) top = l[i].warp;
+    for (int q = 0; q < 4; q++) {
+        double *out[3] = {&lin->quarter_entry_us[q], &lin->quarter_release_us[q], &lin->quarter_end_us[q]};
+        size_t m = 0;
+        for (int k = 0; k < 3; k++) {
+            m = 0;
+            for (size_t i = 0; i < n; i++) {
+                if ((uint64_t)l[i].warp * 4 / ((uint64_t)top + 1) != (uint64_t)q) continue;
+                double at = k == 0 ? (double)l[i].ns_entry : k == 1 ? release_ns(&l[i], cpn) : (double)l[i].ns_entry + l[i].clk_end / cpn;
+                v[m++] = (at - release) / 1e3;
+            }
+            if (m) *out[k] += quantile(v, m, 0.5);
+        }
+        if (m) lin->quarter_launches[q]++;
+    }
 }
 
 /* A record's place in the grouping: its linear (in order of first entry) and its release in ns. */
@@ -193,6 +211,12 @@ eco_err eco_warp_trace_summarize(const eco_warp_trace_record *r, size_t n, eco_w
                             &l->stream_max_us, &l->epilogue_p50_us, &l->epilogue_max_us, &l->end_p50_us, &l->end_p90_us,
                             &l->end_max_us, &l->sm_end_min_us, &l->sm_end_p50_us};
         for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) *fields[f] *= k;
+        for (int q = 0; q < 4; q++) {
+            double kq = l->quarter_launches[q] ? 1.0 / l->quarter_launches[q] : NAN;
+            l->quarter_entry_us[q] *= kq;
+            l->quarter_release_us[q] *= kq;
+            l->quarter_end_us[q] *= kq;
+        }
     }
     free(sorted);
     free(launch);

@@ -82,6 +82,19 @@ static void test_summary(void **state)
     near(a->end_max_us, 7.0);
     near(a->sm_end_min_us, 4.6); /* SM 0: 5.0, SM 1: 7.0, SM 2: 4.6 */
     near(a->sm_end_p50_us, 5.0);
+    /* by quarter of the grid (warps 0, 1 | 16 | none | 32 of 0..32): medians, the upper of two */
+    const double entry[4] = {-3.9, -3.8, NAN, -3.7}, release[4] = {0.2, 0.1, NAN, 0.4}, end[4] = {5.0, 7.0, NAN, 4.6};
+    for (int q = 0; q < 4; q++) {
+        if (isnan(entry[q])) {
+            assert_int_equal(a->quarter_launches[q], 0);
+            assert_true(isnan(a->quarter_entry_us[q]) && isnan(a->quarter_release_us[q]) && isnan(a->quarter_end_us[q]));
+            continue;
+        }
+        assert_int_equal(a->quarter_launches[q], 2);
+        near(a->quarter_entry_us[q], entry[q]);
+        near(a->quarter_release_us[q], release[q]);
+        near(a->quarter_end_us[q], end[q]);
+    }
     assert_int_equal(b->rows, 200);
     assert_int_equal(b->launches, 1);
     near(b->warps, 2);
