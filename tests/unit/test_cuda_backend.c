@@ -453,25 +453,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     unsetenv("ECO_CUDA_NF4_FILL");
-    /* the byte-pair tables filled from registers by shuffles (ECO_CUDA_NF4_TABLE_FILL=shuffle): the row decoder here
-     * (plain and scaled tables, nf4-dq's fixed window), the lane decoder and the tensor-core matvec's nf4 below. A
-     * wrong entry decodes wrong weights: the logits show it */
-    setenv("ECO_CUDA_NF4_TABLE_FILL", "shuffle", 1);
-    print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_TABLE_FILL=shuffle\n");
-    compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    setenv("ECO_CUDA_NF4", "lanes", 1);
-    print_message("ECO_CUDA_NF4=lanes ECO_CUDA_NF4_TABLE_FILL=shuffle\n");
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    setenv("ECO_CUDA_MMA", "nf4", 1);
-    print_message("ECO_CUDA_MMA=nf4 ECO_CUDA_NF4_TABLE_FILL=shuffle\n");
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    unsetenv("ECO_CUDA_MMA");
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    unsetenv("ECO_CUDA_NF4_TABLE_FILL");
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
     const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
@@ -713,8 +694,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_NF4_TABLE_FILL", "shuffle"},
-                                {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
     char design[2048];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -726,7 +706,7 @@ static void test_design_fits_the_energy_schema(void **state)
         assert_non_null(strstr(design, "RoPE in attention"));
         if (n == sizeof longest / sizeof longest[0]) {
             assert_non_null(strstr(design, "SwiGLU made by down")); /* the string's end */
-            assert_non_null(strstr(design, "shares filled for qkv,o,gate_up (4096 blocks skewed), tables filled by shuffles"));
+            assert_non_null(strstr(design, "shares filled for qkv,o,gate_up (4096 blocks skewed)"));
         }
     }
     setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
@@ -839,14 +819,6 @@ static void test_qkv_summing_rule(void **state)
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
     unsetenv("ECO_CUDA_NF4_FILL");
-    const char *table_fills[] = {"shuffles", "", "LOAD"};
-    for (size_t i = 0; i < 3; i++) {
-        setenv("ECO_CUDA_NF4_TABLE_FILL", table_fills[i], 1);
-        assert_qkv_summing_refused("ECO_CUDA_NF4_TABLE_FILL");
-    }
-    setenv("ECO_CUDA_NF4_TABLE_FILL", "shuffle", 1);
-    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
-    unsetenv("ECO_CUDA_NF4_TABLE_FILL");
     /* the rule follows the nf4 decoders' settings */
     setenv("ECO_CUDA_NF4", "lanes", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 0);

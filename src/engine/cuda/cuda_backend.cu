@@ -285,7 +285,6 @@ struct State {
     unsigned *rows_trace_next;
     int nf4_min_steps; /* its least steps per warp (ECO_CUDA_NF4_MIN_STEPS): fewer warps for a small linear */
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
-    bool nf4_table_by_shuffle; /* the nf4 decoders' byte-pair tables filled from registers (ECO_CUDA_NF4_TABLE_FILL=shuffle) */
     unsigned nf4_fill_roles; /* its residual linears (MmaRole bits) on filled shares, nf4_rows_fill (ECO_CUDA_NF4_FILL) */
     int nf4_fill_skew;       /* and the blocks they skew */
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
@@ -783,9 +782,6 @@ eco_err allow_large_shared_memory(void);
 // The nf4 codebook for the decoders: fp32 codes, the byte-pair table of fp16 codes, and nf4-dq's dynamic map.
 eco_err upload_nf4_tables(void)
 {
-    for (int k = 0; k < 16; k++) // the codes the table fill from registers makes
-        if (nf4_code(k) != eco_nf4_codebook[k])
-            return eco_fail(ECO_ESTATE, "CUDA backend: nf4 code %d is %.9g in the kernels and %.9g in the codebook", k, nf4_code(k), eco_nf4_codebook[k]);
     unsigned pairs[256];
     for (int b = 0; b < 256; b++)
         pairs[b] = (unsigned)eco_f32_to_f16(eco_nf4_codebook[b >> 4]) | (unsigned)eco_f32_to_f16(eco_nf4_codebook[b & 15]) << 16;
@@ -1006,17 +1002,6 @@ eco_err nf4_fill_env(unsigned *roles, int *skew)
     return ECO_OK;
 }
 
-// How the nf4 decoders fill their byte-pair tables: ECO_CUDA_NF4_TABLE_FILL=load (unset: from global memory) or
-// shuffle (from registers, fill_nf4_pair_table).
-eco_err nf4_table_fill_env(bool *by_shuffle)
-{
-    const char *v = getenv("ECO_CUDA_NF4_TABLE_FILL");
-    *by_shuffle = v && !strcmp(v, "shuffle");
-    if (v && !*by_shuffle && strcmp(v, "load"))
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_TABLE_FILL=\"%s\": want load or shuffle", v);
-    return ECO_OK;
-}
-
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
@@ -1025,7 +1010,6 @@ eco_err nf4_grid_env(State *s)
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_fill_env(&s->nf4_fill_roles, &s->nf4_fill_skew);
-    if (!e) e = nf4_table_fill_env(&s->nf4_table_by_shuffle);
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -1608,7 +1592,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     p.absmax_q_scale = d.absmax_q_scale;
     p.absmax_offset = d.absmax_offset;
     p.block_shift = d.blocksize > 0 ? __builtin_ctz((unsigned)d.blocksize) : 0;
-    p.table_by_shuffle = s->nf4_table_by_shuffle;
     p.x = x;
     p.xq = s->xq;
     p.x_absmax = s->x_absmax;
@@ -2577,16 +2560,13 @@ void eco_cuda_design(char *buf, size_t cap)
         if (env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &preload)) preload = kNf4RowsPreload;
         unsigned fill_roles;
         int skew;
-        char fill[128] = "";
+        char fill[96] = "";
         if (!nf4_fill_env(&fill_roles, &skew) && fill_roles) { // ", shares filled for o,down (4 blocks skewed)"
             size_t at = (size_t)snprintf(fill, sizeof fill, ", shares filled for");
             for (const auto &r : kMmaRoleNames)
                 if (fill_roles & r.role && at < sizeof fill) at += (size_t)snprintf(fill + at, sizeof fill - at, "%s%s", at > 19 ? "," : " ", r.name);
             if (skew && at < sizeof fill) snprintf(fill + at, sizeof fill - at, " (%d blocks skewed)", skew);
         }
-        bool by_shuffle;
-        if (nf4_table_fill_env(&by_shuffle)) by_shuffle = false;
-        if (by_shuffle && strlen(fill) + 32 < sizeof fill) strcat(fill, ", tables filled by shuffles");
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  preload, fill, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }

@@ -127,7 +127,6 @@ struct MatvecParams {
     unsigned l2_prefetch;        // bytes of each row slice, past the first loads, to prefetch into L2 before the wait
     int chunk_shift;             // nf4 rows (cuda_nf4_rows.cuh): log2(blocksize / 32)
     int chunks_per_warp, slots;  // its share of the chunks per warp; deposit slots per row group
-    int table_by_shuffle;        // nf4: its byte-pair table filled from registers (fill_nf4_pair_table)
     int share_n1, share_s2, share_n2, share_s3; // a residual linear's filled shares: chunks_per_warp for the warps of
                                  // the first share_n1 blocks, share_s2 of the next share_n2, share_s3 the rest (rows_share_start)
     int preload;                 // its steps loaded before the dependency wait: 1 or 2 (ECO_CUDA_NF4_PRELOAD)
@@ -478,44 +477,16 @@ constexpr int kNf4PairSumsShift = 5;
 
 // The table, and for nf4-dq the dynamic map right after it, by every thread of the block; shift > 0: codes times
 // 2^-shift (exact for shifts up to 9: the smallest nonzero code, 0.0796, stays a normal fp16 number).
-// The nf4 codes (eco_nf4_codebook, which upload_nf4_tables checks them against), for a table fill from registers.
-__host__ __device__ constexpr float nf4_code(int k)
+__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant, int shift = 0)
 {
-    constexpr float codes[16] = {-1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-                                 -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-                                 0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
-                                 0.7229568362236023f, 1.0f};
-    return codes[k];
-}
-
-// by_shuffle (ECO_CUDA_NF4_TABLE_FILL=shuffle): each lane makes fp16 code[lane % 16] from immediates and the warp
-// trades them by shuffles, so the fill reads no memory. Why: a block of down that becomes resident as gate_up's
-// leave passes its dependency wait 2.2 us after its first instruction (session 45's trace by quarter of the grid),
-// and the table's loads wait there behind its preloaded steps under the full load of the stream.
-__device__ __forceinline__ void fill_nf4_pair_table(unsigned char *smem, bool double_quant, int shift = 0, bool by_shuffle = false)
-{
-    if (by_shuffle) {
-        const int lane = threadIdx.x % kWarp;
-        float code = 0.f;
-#pragma unroll
-        for (int j = 0; j < 16; j++) code = (lane & 15) == j ? nf4_code(j) : code;
-        __half h = __hmul(__float2half_rn(code), __float2half_rn(1.f / (1 << shift)));
-        const unsigned mine = __half_as_ushort(h);
-        for (int i0 = (int)threadIdx.x - lane; i0 < 256 * kWarp / 4; i0 += blockDim.x) { // warp-uniform: all lanes shuffle
-            const int b = (i0 + lane) / 8;
-            unsigned v = __shfl_sync(0xffffffffu, mine, b >> 4) | __shfl_sync(0xffffffffu, mine, b & 15) << 16;
-            *reinterpret_cast<uint4 *>(smem + b * kNf4TableRowBytes + (lane % 8) * 16) = make_uint4(v, v, v, v);
-        }
-    } else {
 #pragma unroll 8
-        for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
-            unsigned v = __ldg(g_nf4_pairs + i / 8);
-            if (shift) {
-                __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&v), __float2half2_rn(1.f / (1 << shift)));
-                v = *reinterpret_cast<const unsigned *>(&h);
-            }
-            *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
+    for (int i = threadIdx.x; i < 256 * kWarp / 4; i += blockDim.x) { // 8 uint4 per row: the 32 lane copies
+        unsigned v = __ldg(g_nf4_pairs + i / 8);
+        if (shift) {
+            __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&v), __float2half2_rn(1.f / (1 << shift)));
+            v = *reinterpret_cast<const unsigned *>(&h);
         }
+        *reinterpret_cast<uint4 *>(smem + (i / 8) * kNf4TableRowBytes + (i % 8) * 16) = make_uint4(v, v, v, v);
     }
     if (double_quant) {
         float *dmap = reinterpret_cast<float *>(smem + kNf4TableBytes);
@@ -733,7 +704,7 @@ __global__ void __launch_bounds__(kNf4LaneWarps * kWarp, MinBlocks) matvec_nf4_l
         lane_item_begin<R>(p, work, a);
         lane_item_load<DoubleQuant, R>(p, a, a.c0 + lane, cur);
     }
-    fill_nf4_pair_table(nf4_smem, DoubleQuant, 0, p.table_by_shuffle);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant);
     __syncthreads();
     grid_dependency_wait();
     if (work >= total) return;

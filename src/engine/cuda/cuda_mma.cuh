@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kMmaWarps * kWarp) matvec_mma(const MatvecPara
     const char *table = reinterpret_cast<const char *>(mma_smem);
     const float *dmap = reinterpret_cast<const float *>(mma_smem + kNf4TableBytes);
     if constexpr (K == W_NF4) {
-        fill_nf4_pair_table(mma_smem, DQ, 0, p.table_by_shuffle);
+        fill_nf4_pair_table(mma_smem, DQ);
         __syncthreads();
     }
     grid_dependency_wait();

@@ -563,7 +563,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift, p.table_by_shuffle);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if constexpr (kPairSums) { // the second step of the first pair: its weights (its scales are the first step's)
         if (preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
