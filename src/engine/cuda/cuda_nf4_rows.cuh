@@ -71,14 +71,6 @@ __host__ __device__ __forceinline__ void rows_group_warps(long g, long chunks, l
     *last = ((g + 1) * chunks - 1) / per;
 }
 
-// The same in 32-bit unsigned arithmetic, for the kernel: a 64-bit division is a called subroutine there (two calls
-// in every deposit of a split group), and the kernel's flat chunk order is an int anyway.
-__device__ __forceinline__ void rows_group_warps_u32(unsigned g, unsigned chunks, unsigned per, unsigned *first, unsigned *last)
-{
-    *first = g * chunks / per;
-    *last = ((g + 1) * chunks - 1) / per;
-}
-
 // Block b's first chunk of the flat order when the warps of the first n1 blocks take s1 chunks each, those of the
 // next n2 blocks s2 and the rest s3 (filled shares, nf4_rows_fill; even shares are n1 = every block), bw warps a
 // block. By block, not warp: the block's start and share are then uniform (ptxas keeps them in uniform registers),
@@ -246,14 +238,14 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
         }
         return;
     }
-    unsigned first, last; // even shares (a residual add alone is filled)
-    rows_group_warps_u32((unsigned)g, (unsigned)p.cols / 32, (unsigned)p.chunks_per_warp, &first, &last);
+    long first, last;
+    rows_group_warps(g, p.cols / 32, p.chunks_per_warp, &first, &last); // even shares (a residual add alone is filled)
     if (first == last) { // this warp has the whole group
         rows_finish<R>(p, g, lane, acc);
         return;
     }
     int n = (int)(last - first + 1);
-    float *slot = p.partials + ((size_t)g * p.slots + ((unsigned)warp_id - first)) * R * kWarp;
+    float *slot = p.partials + ((size_t)g * p.slots + (warp_id - first)) * R * kWarp;
 #pragma unroll
     for (int r = 0; r < R; r++) __stcg(slot + r * kWarp + lane, acc[r]);
     if (!last_to_arrive(p.arrivals + g, n, lane)) return;
