@@ -105,7 +105,7 @@ inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_st
     if (per < min_steps * U) per = min_steps * U;
     per = (per + whole - 1) / whole * whole;
     long used = (total + per - 1) / per;
-    RowsShare sh{per, used, 1, used, per, 0, per}; // n1: at least every block (one warp a block would be used)
+    RowsShare sh{per, used, 1, used, per, 0, per}; // n1 counts blocks: `used` warps are at least the blocks launched
     for (long g = 0; g < groups; g++) {
         long first, last;
         rows_group_warps(g, chunks, per, &first, &last);
@@ -229,8 +229,10 @@ __device__ __forceinline__ void rows_deposit(const MatvecParams &p, int g, int w
     if (p.epilogue == EP_ADD || p.epilogue == EP_ATOMIC_ADD) {
         // a residual add is linear: each warp adds its part to y itself (the summation order then varies
         // from run to run, as with the other kernels' column slices), and no warp waits for the group's last.
-        // Atomically even where the warp has the whole group (one adder: the same sum): which warps share a group
-        // is not known under filled shares, and asking would keep the warp's range live in the loop
+        // Atomically even where the warp has the whole group (one adder: the same sum): asking which warps share
+        // the group cost two 64-bit divisions (called subroutines) in every deposit, a large part of a 7B down
+        // warp's four passes (without them whole nf4 tokens were x1.017 / x1.014 at 7B / 8B on an H100, session
+        // 45), and filled shares have no formula for it
 #pragma unroll
         for (int r = 0; r < R; r++) {
             int row = nf4_rows_slot_row(p, EP_STORE, R, g, r * kWarp + lane);
