@@ -981,24 +981,21 @@ eco_err nf4_fill_env(unsigned *roles, int *skew)
     char buf[96];
     const char *colon = strchr(v, ':');
     size_t n = colon ? (size_t)(colon - v) : strlen(v);
-    bool ok = n < sizeof buf;
-    if (ok) {
+    unsigned named = 0;
+    int k = 0;
+    if (n < sizeof buf) {
         memcpy(buf, v, n);
         buf[n] = 0;
-        *roles = parse_mma_roles(buf);
-        ok = *roles != 0 && !(*roles & kRoleLmHead) && (!colon || parse_int_in(colon + 1, 0, 4096, skew)); // lm_head adds to nothing
+        named = parse_mma_roles(buf);
     }
-    if (!ok) {
-        *roles = 0;
-        *skew = 0;
+    // lm_head adds to nothing
+    if (!named || named & kRoleLmHead || (colon && !parse_int_in(colon + 1, 0, 4096, &k)))
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": want \"none\" or roles (qkv,o,gate_up,down) and an optional \":K\", K blocks "
                         "skewed (0..4096)", v);
-    }
-    if (*roles & kRoleDown && env_is("ECO_CUDA_SWIGLU_ATOMIC", "1")) {
-        *roles = 0;
-        *skew = 0;
+    if (named & kRoleDown && env_is("ECO_CUDA_SWIGLU_ATOMIC", "1"))
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": down's steps under ECO_CUDA_SWIGLU_ATOMIC=1 take even shares; name the other roles", v);
-    }
+    *roles = named;
+    *skew = k;
     return ECO_OK;
 }
 
@@ -2512,6 +2509,19 @@ eco_err eco_cuda_nf4_rows_fill_plan(int rows, int cols, int blocks, int skew, in
     return ECO_OK;
 }
 
+// The names of `roles` (MmaRole bits) in the engine's order after buf[at]: a space before the first, `sep` before
+// each other. Returns the new length (at most cap - 1 written, as snprintf counts).
+static size_t append_role_names(char *buf, size_t cap, size_t at, unsigned roles, char sep)
+{
+    bool first = true;
+    for (const auto &r : kMmaRoleNames)
+        if (roles & r.role && at < cap) {
+            at += (size_t)snprintf(buf + at, cap - at, "%c%s", first ? ' ' : sep, r.name);
+            first = false;
+        }
+    return at;
+}
+
 void eco_cuda_design(char *buf, size_t cap)
 {
     Design d = requested_design();
@@ -2562,9 +2572,7 @@ void eco_cuda_design(char *buf, size_t cap)
         int skew;
         char fill[96] = "";
         if (!nf4_fill_env(&fill_roles, &skew) && fill_roles) { // ", shares filled for o,down (4 blocks skewed)"
-            size_t at = (size_t)snprintf(fill, sizeof fill, ", shares filled for");
-            for (const auto &r : kMmaRoleNames)
-                if (fill_roles & r.role && at < sizeof fill) at += (size_t)snprintf(fill + at, sizeof fill - at, "%s%s", at > 19 ? "," : " ", r.name);
+            size_t at = append_role_names(fill, sizeof fill, (size_t)snprintf(fill, sizeof fill, ", shares filled for"), fill_roles, ',');
             if (skew && at < sizeof fill) snprintf(fill + at, sizeof fill - at, " (%d blocks skewed)", skew);
         }
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
@@ -2581,8 +2589,7 @@ void eco_cuda_design(char *buf, size_t cap)
         m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, "%sf16 o/gate_up/down at hidden %% 4096 = 0", m_at ? " + " : "");
     if ((d.mma || d.mma_fp16_auto) && d.mma_roles != kMmaRolesAll && m_at < sizeof mma) {
         m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, ", only");
-        for (const auto &r : kMmaRoleNames)
-            if (d.mma_roles & r.role && m_at < sizeof mma) m_at += (size_t)snprintf(mma + m_at, sizeof mma - m_at, " %s", r.name);
+        m_at = append_role_names(mma, sizeof mma, m_at, d.mma_roles, ' ');
     }
     if ((d.mma || d.mma_fp16_auto) && m_at < sizeof mma)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
