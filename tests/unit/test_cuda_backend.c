@@ -350,6 +350,19 @@ static void test_swiglu_atomic_matches_cpu_reference(void **state)
     compare_config(medium(), ECO_PREC_NF4, 0.9999);
     unsetenv("ECO_CUDA_NF4_BLOCKS");
     unsetenv("ECO_CUDA_NF4");
+    /* the default since session 46: unset asks for it; 0 keeps SwiGLU in gate_up's epilogue (the path before),
+     * which must still compute the same function */
+    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
+    assert_int_equal(swiglu_by_down(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4), 1);
+    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
+    assert_int_equal(swiglu_by_down(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4), 0);
+    eco_cuda_design(swiglu_design, sizeof swiglu_design);
+    assert_null(strstr(swiglu_design, "SwiGLU made by down"));
+    compare_config(wide2, ECO_PREC_NF4, 0.9999);
+    setenv("ECO_CUDA_NF4", "rows", 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999);
+    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
+    unsetenv("ECO_CUDA_NF4");
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
 }
 
@@ -442,6 +455,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
      * that fits (two sizes), medium's over 5 blocks skewed by one (three: 2 x 8, 2 x 6, 1 x 4 chunks a warp) and over 2
      * blocks skewed (18 and 14 a warp); Qwen2's o and down. A row added twice or lost shows in the logits */
     const char *fills[][2] = {{"o,down", NULL}, {"qkv,o,down:1", "5"}, {"o,down:3", "2"}};
+    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1); /* down fills only with SwiGLU made by gate_up */
     for (size_t i = 0; i < 3; i++) {
         setenv("ECO_CUDA_NF4_FILL", fills[i][0], 1);
         if (fills[i][1]) setenv("ECO_CUDA_NF4_BLOCKS", fills[i][1], 1);
@@ -453,6 +467,7 @@ static void test_kernel_variants_match_cpu_reference(void **state)
         unsetenv("ECO_CUDA_NF4_BLOCKS");
     }
     unsetenv("ECO_CUDA_NF4_FILL");
+    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
     const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
@@ -709,6 +724,13 @@ static void test_design_fits_the_energy_schema(void **state)
             assert_non_null(strstr(design, "shares filled for qkv,o,gate_up (4096 blocks skewed)"));
         }
     }
+    for (size_t n = 0; n < sizeof longest / sizeof longest[0]; n++) unsetenv(longest[n][0]);
+    eco_cuda_design(design, sizeof design); /* SwiGLU made by down is the default (session 46); 0 turns it off */
+    assert_non_null(strstr(design, "SwiGLU made by down"));
+    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
+    eco_cuda_design(design, sizeof design);
+    assert_null(strstr(design, "SwiGLU made by down"));
+    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
     setenv("ECO_CUDA_MMA_ROLES", "down,o", 1); /* listed in the engine's order whatever the order given */
     eco_cuda_design(design, sizeof design);
     assert_non_null(strstr(design, "only o down, shaped"));
@@ -802,6 +824,7 @@ static void test_qkv_summing_rule(void **state)
     unsetenv("ECO_CUDA_NF4_ROWS_LEAN");
     /* filled shares: roles as ECO_CUDA_MMA_ROLES names them, an optional skew of 0..4096 blocks; anything else refused */
     const char *good_fills[] = {"none", "down", "o,down", "qkv,o,gate_up,down:4096", "down:0"};
+    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1); /* down fills only with SwiGLU made by gate_up */
     for (size_t i = 0; i < sizeof good_fills / sizeof good_fills[0]; i++) {
         setenv("ECO_CUDA_NF4_FILL", good_fills[i], 1);
         assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
@@ -811,12 +834,17 @@ static void test_qkv_summing_rule(void **state)
         setenv("ECO_CUDA_NF4_FILL", bad_fills[i], 1);
         assert_qkv_summing_refused("ECO_CUDA_NF4_FILL");
     }
-    /* down's steps under SwiGLU made by down take even shares: refused, not run silently; its gate_up may fill */
-    setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
-    setenv("ECO_CUDA_NF4_FILL", "o,down", 1);
-    assert_qkv_summing_refused("ECO_CUDA_NF4_FILL");
-    setenv("ECO_CUDA_NF4_FILL", "gate_up,o:2", 1);
-    assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    /* down's steps under SwiGLU made by down (the default, or asked by 1) take even shares: refused, not run
+     * silently; its gate_up may fill */
+    for (int asked = 0; asked < 2; asked++) {
+        if (asked) setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
+        else unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
+        setenv("ECO_CUDA_NF4_FILL", "o,down", 1);
+        assert_qkv_summing_refused("ECO_CUDA_NF4_FILL");
+        assert_non_null(strstr(eco_last_error(), "ECO_CUDA_SWIGLU_ATOMIC=0"));
+        setenv("ECO_CUDA_NF4_FILL", "gate_up,o:2", 1);
+        assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
+    }
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
     unsetenv("ECO_CUDA_NF4_FILL");
     /* the rule follows the nf4 decoders' settings */

@@ -83,7 +83,7 @@ struct Design {
     int qkv_atomic;        // ECO_CUDA_QKV_ATOMIC: qkv summed by atomic adds (fused path only); bias/RoPE/KV write in
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
-    int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1: gate_up summed by atomic adds, SwiGLU made by down (0, unset: off); -1: did not parse
+    int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1 or unset: gate_up summed by atomic adds, SwiGLU made by down where it applies (0: off); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -226,7 +226,7 @@ Design requested_design(void)
                  : !strcmp(qa, "apart") ? kQkvAtomicApart : -1;
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
     const char *sa = getenv("ECO_CUDA_SWIGLU_ATOMIC");
-    d.swiglu_atomic = !sa || !strcmp(sa, "0") ? 0 : !strcmp(sa, "1") ? 1 : -1;
+    d.swiglu_atomic = !sa || !strcmp(sa, "1") ? 1 : !strcmp(sa, "0") ? 0 : -1;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -372,7 +372,7 @@ eco_err apply_design(State *s, const Design &d)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
                         "(those two steps a loop), 16 (those with one sum for both, the default), 21 (16 with the first pair "
                         "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15 and 17-20 were experiments, removed, "
-                        "and 23 is down's under ECO_CUDA_SWIGLU_ATOMIC=1",
+                        "and 23 is down's under SwiGLU made by down (ECO_CUDA_SWIGLU_ATOMIC)",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     bool traced = kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].trace;
     if (traced && !d.nf4_rows_trace)
@@ -992,8 +992,9 @@ eco_err nf4_fill_env(unsigned *roles, int *skew)
     if (!named || named & kRoleLmHead || (colon && !parse_int_in(colon + 1, 0, 4096, &k)))
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": want \"none\" or roles (qkv,o,gate_up,down) and an optional \":K\", K blocks "
                         "skewed (0..4096)", v);
-    if (named & kRoleDown && env_is("ECO_CUDA_SWIGLU_ATOMIC", "1"))
-        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": down's steps under ECO_CUDA_SWIGLU_ATOMIC=1 take even shares; name the other roles", v);
+    if (named & kRoleDown && !env_is("ECO_CUDA_SWIGLU_ATOMIC", "0"))
+        return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_FILL=\"%s\": down's steps under SwiGLU made by down (the default) take even shares; "
+                        "name the other roles, or set ECO_CUDA_SWIGLU_ATOMIC=0", v);
     *roles = named;
     *skew = k;
     return ECO_OK;
@@ -1403,13 +1404,12 @@ void resolve_qkv_atomic(State *s, int format)
     if (s->qkv_atomic == kQkvAtomicAuto) s->qkv_atomic = qkv_atomic_by_default(s, format) ? kQkvAtomicAttention : kQkvAtomicOff;
 }
 
-// ECO_CUDA_SWIGLU_ATOMIC (experiment, session 41): gate_up's sums added atomically into zeroed memory like a residual,
-// so no warp waits for a row group's last one (the H200 warp trace of Qwen2.5-7B nf4 had gate_up's last warps end
-// 4.8 us after their last deposit, the median 1.3), and down makes its x = fp16(silu(gate) * up) from them once a
-// warp (=23). Only where both are nf4 on the row-per-lane decoder (a row per lane as residuals) and not tiled; off
-// for this model otherwise. Side by side on an H100 (data/h200/README.md, session 41): Qwen2.5-7B nf4 x1.0063, Llama-3.1-8B
-// x1.0203; gate_up's last warp then ended 0.9 us after the longest stream, not 3.5. Off until an H200 and the whole
-// GPU test suite have run it (no device time was left).
+// SwiGLU made by down (session 41; the default since session 46, ECO_CUDA_SWIGLU_ATOMIC=0 turns it off): gate_up's
+// sums added atomically into zeroed memory like a residual, so no warp waits for a row group's last one (the H200 warp
+// trace of Qwen2.5-7B nf4 had gate_up's last warps end 4.8 us after their last deposit, the median 1.3), and down
+// makes its x = fp16(silu(gate) * up) from them once a warp (=23). Only where both are nf4 on the row-per-lane
+// decoder (a row per lane as residuals) and not tiled; off for this model otherwise. Side by side on four H100 units
+// (data/h200/README.md, sessions 41, 44, 45): Qwen2.5-7B nf4 x1.005-1.008, Llama-3.1-8B x1.018-1.029, 14B x1.009.
 void resolve_swiglu_atomic(State *s, int format)
 {
     const eco_model_config &c = s->cfg;
