@@ -709,7 +709,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}, {"ECO_CUDA_ATTN_CLUSTER", "1"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
     char design[2048];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -727,11 +727,6 @@ static void test_design_fits_the_energy_schema(void **state)
     for (size_t n = 0; n < sizeof longest / sizeof longest[0]; n++) unsetenv(longest[n][0]);
     eco_cuda_design(design, sizeof design); /* SwiGLU made by down is the default (session 46); 0 turns it off */
     assert_non_null(strstr(design, "SwiGLU made by down"));
-    assert_non_null(strstr(design, "split attention (2/SM, >= 64 positions)"));
-    setenv("ECO_CUDA_ATTN_CLUSTER", "1", 1);
-    eco_cuda_design(design, sizeof design);
-    assert_non_null(strstr(design, "split attention (2/SM up to 8/head, >= 64 positions, merged in a cluster)"));
-    unsetenv("ECO_CUDA_ATTN_CLUSTER");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
     eco_cuda_design(design, sizeof design);
     assert_null(strstr(design, "SwiGLU made by down"));
@@ -790,10 +785,6 @@ static void test_qkv_summing_rule(void **state)
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "yes", 1);
     assert_qkv_summing_refused("ECO_CUDA_SWIGLU_ATOMIC");
-    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
-    setenv("ECO_CUDA_ATTN_CLUSTER", "2", 1);
-    assert_qkv_summing_refused("ECO_CUDA_ATTN_CLUSTER");
-    unsetenv("ECO_CUDA_ATTN_CLUSTER");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     /* whether down makes the SwiGLU needs the device (its warps), and nf4 blocks in whole chunks */
@@ -1349,20 +1340,6 @@ static void test_attention_long_context_and_window(void **state)
     long_context(ECO_FAMILY_MISTRAL, 50, NULL, 200);
     long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=64", 100);
     unsetenv("ECO_CUDA_QKV_ATOMIC");
-    /* a head's splits as one thread-block cluster, split 0 merging the others' records from their shared memory
-     * (ECO_CUDA_ATTN_CLUSTER=1): clusters of 8 (the default for tiny's heads), 3 and 1 split, idle blocks while the
-     * context is short, a window, the atomic qkv's attention */
-    setenv("ECO_CUDA_ATTN_CLUSTER", "1", 1);
-    long_context(ECO_FAMILY_LLAMA, 0, NULL, 300);
-    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_MIN=8", 300);
-    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_SPLITS=3", 120);
-    long_context(ECO_FAMILY_LLAMA, 0, "ECO_CUDA_ATTN_SPLITS=1", 80);
-    long_context(ECO_FAMILY_MISTRAL, 50, "ECO_CUDA_ATTN_SPLITS=8", 200);
-    setenv("ECO_CUDA_QKV_ATOMIC", "1", 1);
-    long_context(ECO_FAMILY_QWEN2, 0, "ECO_CUDA_ATTN_MIN=8", 150);
-    long_context(ECO_FAMILY_PHI3, 33, "ECO_CUDA_ATTN_SPLITS=8", 100);
-    unsetenv("ECO_CUDA_QKV_ATOMIC");
-    unsetenv("ECO_CUDA_ATTN_CLUSTER");
     /* A malformed split count or block size is refused, not ignored. */
     eco_model_config c = tiny(ECO_FAMILY_LLAMA);
     eco_weights *w;
@@ -1373,11 +1350,6 @@ static void test_attention_long_context_and_window(void **state)
     setenv("ECO_CUDA_ATTN_SPLITS", "0", 1);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
     assert_non_null(strstr(eco_last_error(), "ECO_CUDA_ATTN_SPLITS"));
-    setenv("ECO_CUDA_ATTN_SPLITS", "9", 1); /* more than a portable cluster holds */
-    setenv("ECO_CUDA_ATTN_CLUSTER", "1", 1);
-    assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "with ECO_CUDA_ATTN_CLUSTER=1"));
-    unsetenv("ECO_CUDA_ATTN_CLUSTER");
     unsetenv("ECO_CUDA_ATTN_SPLITS");
     setenv("ECO_CUDA_ATTN_MIN", "many", 1);
     assert_int_equal(eco_engine_create("cuda", w, &o, &gpu), ECO_EINVAL);

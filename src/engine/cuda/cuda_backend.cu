@@ -84,7 +84,6 @@ struct Design {
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
     int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1 or unset: gate_up summed by atomic adds, SwiGLU made by down where it applies (0: off); -1: did not parse
-    int attn_cluster;      // ECO_CUDA_ATTN_CLUSTER=1: a head's attention splits merged in a thread-block cluster (0, unset: off); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -228,8 +227,6 @@ Design requested_design(void)
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
     const char *sa = getenv("ECO_CUDA_SWIGLU_ATOMIC");
     d.swiglu_atomic = !sa || !strcmp(sa, "1") ? 1 : !strcmp(sa, "0") ? 0 : -1;
-    const char *ac = getenv("ECO_CUDA_ATTN_CLUSTER");
-    d.attn_cluster = !ac || !strcmp(ac, "0") ? 0 : !strcmp(ac, "1") ? 1 : -1;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -336,7 +333,6 @@ struct State {
     int attn_min_positions; /* positions per block below which a token uses fewer splits */
     float *attn_partial;  /* [heads][attn_splits][head_dim + 2]: each split's V sum, max and sum */
     int *attn_done;       /* [heads]: splits finished this token (the last one resets it) */
-    bool attn_cluster;    /* a head's splits are one thread-block cluster, merged by split 0 (no attn_partial, attn_done) */
     long l2_prefetch_bytes; /* scalar matvecs this small are prefetched into L2 whole before the wait (0: none) */
     bool swiglu_adjacent; /* row-major gate_up (8-bit and fp16 formats) stored pair by pair (interleave_pairs) */
     int qkv_atomic;  /* qkv summed into qkv_raw by atomic adds (kQkvAtomic*): attention or rope_kv<true> adds bias, rotates and
@@ -363,7 +359,6 @@ eco_err apply_design(State *s, const Design &d)
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
     if (d.swiglu_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_SWIGLU_ATOMIC=\"%s\": want 0 or 1", getenv("ECO_CUDA_SWIGLU_ATOMIC"));
-    if (d.attn_cluster < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_ATTN_CLUSTER=\"%s\": want 0 or 1", getenv("ECO_CUDA_ATTN_CLUSTER"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -397,7 +392,6 @@ eco_err apply_design(State *s, const Design &d)
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
     s->swiglu_atomic = d.swiglu_atomic > 0 && d.fused;
-    s->attn_cluster = d.attn_cluster > 0;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -818,27 +812,6 @@ eco_err launch(State *s, bool dependent, void (*kernel)(Params...), dim3 grid, d
     return ECO_OK;
 }
 
-// The same, with the grid in clusters of cluster_y blocks along y (the attention's splits of a head).
-template <typename... Params, typename... Args>
-eco_err launch_clustered(State *s, void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster_y, Args... args)
-{
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.stream = s->stream;
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = cluster_y;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = s->pdl ? 2 : 1;
-    CK(cudaLaunchKernelEx(&cfg, kernel, args...));
-    return ECO_OK;
-}
-
 using MatvecFn = void (*)(MatvecParams);
 
 template <int K, bool DQ> MatvecFn pick_shape(int r, int u)
@@ -953,9 +926,8 @@ eco_err env_int(const char *name, int lo, int hi, int fallback, const char *what
 // Attention blocks per head: at most about two blocks per SM over all heads, and fewer while a block would
 // get under kAttnMinPositions positions (the merge then costs more than the split saves). For tests and
 // A/Bs: ECO_CUDA_ATTN_SPLITS=N (1..64) fixes N blocks per head at any context (1: no merge), and
-// ECO_CUDA_ATTN_MIN=P sets the positions per block. Merged in a cluster (ECO_CUDA_ATTN_CLUSTER=1) a head's splits are
-// one cluster, whose portable size is at most 8 blocks: 8 at most, and N above it is refused.
-constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64, kAttnMaxClusterSplits = 8;
+// ECO_CUDA_ATTN_MIN=P sets the positions per block.
+constexpr int kAttnMaxSplits = 64, kAttnMinPositions = 64;
 
 // The nf4 decoders' grids for tests and A/Bs: ECO_CUDA_NF4_BLOCKS (blocks; 0: what fits) and
 // ECO_CUDA_NF4_MIN_STEPS (the row-per-lane decoder's least steps per warp).
@@ -1041,14 +1013,12 @@ eco_err nf4_grid_env(State *s)
     return e;
 }
 
-eco_err attention_splits(int sm_count, int heads, bool cluster, int *splits, int *min_positions)
+eco_err attention_splits(int sm_count, int heads, int *splits, int *min_positions)
 {
-    int most = cluster ? kAttnMaxClusterSplits : 32;
     int n = (2 * sm_count + heads - 1) / heads;
-    n = n < 1 ? 1 : n > most ? most : n;
+    n = n < 1 ? 1 : n > 32 ? 32 : n;
     bool fixed = getenv("ECO_CUDA_ATTN_SPLITS") != NULL;
-    eco_err e = env_int("ECO_CUDA_ATTN_SPLITS", 1, cluster ? kAttnMaxClusterSplits : kAttnMaxSplits, n,
-                        cluster ? "blocks per head (a cluster's, with ECO_CUDA_ATTN_CLUSTER=1)" : "blocks per head", splits);
+    eco_err e = env_int("ECO_CUDA_ATTN_SPLITS", 1, kAttnMaxSplits, n, "blocks per head", splits);
     if (!e) e = env_int("ECO_CUDA_ATTN_MIN", 1, 1 << 20, fixed ? 1 : kAttnMinPositions, "positions per block", min_positions);
     return e;
 }
@@ -1747,15 +1717,6 @@ eco_err launch_attention(State *s, const Layer &L, int window, bool consume)
                 : c.head_dim <= 4 * kWarp ? (consume ? attention<4, true> : attention<4, false>)
                                           : (consume ? attention<8, true> : attention<8, false>);
     AttnConsume cons = {(const float *)L.qkv_bias, (const float2 *)s->rope, L.k_cache, L.v_cache};
-    if (s->attn_cluster) {
-        auto clustered = c.head_dim <= 2 * kWarp ? (consume ? attention<2, true, true> : attention<2, false, true>)
-                       : c.head_dim <= 4 * kWarp ? (consume ? attention<4, true, true> : attention<4, false, true>)
-                                                 : (consume ? attention<8, true, true> : attention<8, false, true>);
-        return launch_clustered(s, clustered, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), (unsigned)s->attn_splits,
-                                (const float *)(consume ? s->qkv_raw : s->qkv), (const __half *)L.k_cache, (const __half *)L.v_cache,
-                                (const int *)s->d_pos, s->attn_out, c.heads, c.kv_heads, c.head_dim, window, s->attn_min_positions,
-                                s->attn_partial, s->attn_done, cons);
-    }
     return launch(s, true, kernel, dim3(c.heads, s->attn_splits), dim3(kAttnThreads), 0, (const float *)(consume ? s->qkv_raw : s->qkv),
                   (const __half *)L.k_cache, (const __half *)L.v_cache, (const int *)s->d_pos, s->attn_out, c.heads,
                   c.kv_heads, c.head_dim, window, s->attn_min_positions, s->attn_partial, s->attn_done, cons);
@@ -1906,7 +1867,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     s->sm_count = prop.multiProcessorCount;
-    if ((e = attention_splits(s->sm_count, c->heads, s->attn_cluster, &s->attn_splits, &s->attn_min_positions))) return e;
+    if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = nf4_grid_env(s))) return e;
     resolve_qkv_atomic(s, p);
     resolve_swiglu_atomic(s, p);
@@ -2580,11 +2541,10 @@ void eco_cuda_design(char *buf, size_t cap)
         if (at >= sizeof shapes) break;
     }
     const char *splits = getenv("ECO_CUDA_ATTN_SPLITS"), *min_positions = getenv("ECO_CUDA_ATTN_MIN");
-    char attn[96], least[16];
+    char attn[64], least[16];
     if (min_positions) snprintf(least, sizeof least, "%.8s", min_positions);
     else snprintf(least, sizeof least, "%d", splits ? 1 : kAttnMinPositions);
-    snprintf(attn, sizeof attn, "split attention (%.8s%s%s, >= %s positions%s)", splits ? splits : "2/SM", splits ? "/head" : "",
-             !splits && d.attn_cluster > 0 ? " up to 8/head" : "", least, d.attn_cluster > 0 ? ", merged in a cluster" : "");
+    snprintf(attn, sizeof attn, "split attention (%.8s%s, >= %s positions)", splits ? splits : "2/SM", splits ? "/head" : "", least);
     char nf4[512] = "fp32 table"; // the longest today is 410 characters (the LEAN=16 default); session 36's LEAN=20 name passed 478
     // the size rule's thresholds as set (a value that does not parse fails the engine, and shows as the default here)
     int lanes_m, residual_m;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cuda_fp16.h>
-#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 #include <stdint.h>
 
@@ -1042,11 +1041,7 @@ struct AttnConsume {
     __half *k_store, *v_store; // the cache again, for the row at pos (never read through these)
 };
 
-// Cluster (ECO_CUDA_ATTN_CLUSTER=1, an experiment): a head's split blocks are one thread-block cluster (gridDim.y of
-// them, at most 8), and split 0 merges the others' records from their shared memory after a cluster barrier, instead of
-// the last block to finish merging them from global memory after a fence and an atomic (three serial round trips to L2
-// on the critical path between qkv and o). Same merge, same order: the same output.
-template <int ND, bool Consume, bool Cluster = false>
+template <int ND, bool Consume>
 __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restrict__ qkv, const __half *__restrict__ k_cache,
                           const __half *__restrict__ v_cache, const int *__restrict__ pos_ptr, __half *__restrict__ out,
                           int heads, int kv_heads, int head_dim, int window, int min_per_block,
@@ -1063,8 +1058,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
     // A short context uses fewer splits (the graph's grid is fixed; the spare blocks leave at once): below
     // min_per_block positions a block would mostly wait for the merge.
     int splits = min((int)gridDim.y, max(1, (len + min_per_block - 1) / min_per_block));
-    // a cluster's idle blocks stay for its barriers (their ranges are empty); splits is the same in every block
-    if (split >= splits && !(Cluster && splits > 1)) return;
+    if (split >= splits) return;
     int per_block = (len + splits - 1) / splits;
     int b0 = start + split * per_block, b1 = min(b0 + per_block, pos + 1);
     int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
@@ -1160,42 +1154,14 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const float *__restric
 #pragma unroll
     for (int w = 0; w < kAttnWarps; w++) bl += warp_l[w] * part_weight(warp_m[w], bm);
     size_t stride = (size_t)head_dim + 2; // one split's record: acc[head_dim], max, sum
-    __shared__ float own[Cluster ? kAttnMaxHeadDim + 2 : 1]; // Cluster: this split's record, read by split 0
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float a = 0.f;
 #pragma unroll
         for (int w = 0; w < kAttnWarps; w++) a += warp_acc[w][d] * part_weight(warp_m[w], bm);
         if (splits == 1) out[h * head_dim + d] = __float2half(a / bl);
-        else if (Cluster) own[d] = a;
         else partial[((size_t)h * splits + split) * stride + d] = a;
     }
     if (splits == 1) return;
-    if constexpr (Cluster) {
-        if (threadIdx.x == 0) {
-            own[head_dim] = bm;
-            own[head_dim + 1] = bl;
-        }
-        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-        cluster.sync(); // every split's record is in its block's shared memory
-        if (split == 0) { // the cluster is (1, gridDim.y): split s is block rank s
-            float top = -INFINITY, sum = 0.f;
-            for (int s = 0; s < splits; s++) top = fmaxf(top, cluster.map_shared_rank(own, s)[head_dim]);
-            for (int s = 0; s < splits; s++) {
-                const float *rec = cluster.map_shared_rank(own, s);
-                sum += rec[head_dim + 1] * part_weight(rec[head_dim], top);
-            }
-            for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-                float a = 0.f;
-                for (int s = 0; s < splits; s++) {
-                    const float *rec = cluster.map_shared_rank(own, s);
-                    a += rec[d] * part_weight(rec[head_dim], top);
-                }
-                out[h * head_dim + d] = __float2half(a / sum);
-            }
-        }
-        cluster.sync(); // no block leaves while split 0 reads its shared memory
-        return;
-    }
     if (threadIdx.x == 0) {
         float *rec = partial + ((size_t)h * splits + split) * stride;
         rec[head_dim] = bm;
