@@ -59,9 +59,4 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
  * warp (even shares then, counts[0] = blocks of sizes[0]). On the host. ECO_EINVAL for a bad shape. */
 eco_err eco_cuda_nf4_rows_fill_plan(int rows, int cols, int blocks, int skew, int *filled, long counts[3], long sizes[3]) __attribute__((weak));
 
-/* =24's pool (ECO_CUDA_NF4_POOL="PCT:PIECE") for a residual nf4 linear of `rows` x `cols` over `blocks` 16-warp blocks:
- * every warp's even share (*per chunks), where the shares end (*start) and the pieces of `piece` chunks after them
- * (*pieces); *pieces 0 where the shares would be under 8 chunks (no pool). On the host. ECO_EINVAL for a bad shape. */
-eco_err eco_cuda_nf4_rows_pool_plan(int rows, int cols, int blocks, int pct, int piece, long *per, long *start, long *pieces) __attribute__((weak));
-
 #endif

@@ -468,24 +468,6 @@ static void test_kernel_variants_match_cpu_reference(void **state)
     }
     unsetenv("ECO_CUDA_NF4_FILL");
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
-    /* =24, a pool of pieces after even shares (ECO_CUDA_NF4_POOL): medium's gate_up (summed by atomics under SwiGLU
-     * made by down) over 4, 5 and 2 blocks with pieces of 4, 2 and 8, nf4 and nf4-dq; wide's down (one layer: no
-     * SwiGLU mode) over 64 blocks. A piece taken twice or never, or a counter not reset for the next token's launch,
-     * shows in the logits */
-    const char *pools[][2] = {{"10", "4"}, {"25:2", "5"}, {"50:8", "2"}};
-    for (size_t i = 0; i < 3; i++) {
-        setenv("ECO_CUDA_NF4_POOL", pools[i][0], 1);
-        setenv("ECO_CUDA_NF4_BLOCKS", pools[i][1], 1);
-        print_message("ECO_CUDA_NF4=rows ECO_CUDA_NF4_POOL=%s ECO_CUDA_NF4_BLOCKS=%s\n", pools[i][0], pools[i][1]);
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    }
-    setenv("ECO_CUDA_NF4_POOL", "20", 1);
-    setenv("ECO_CUDA_NF4_BLOCKS", "64", 1);
-    compare_config(wide(), ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_NF4_BLOCKS");
-    compare_config(wide(), ECO_PREC_NF4, 0.9999); /* the grid that fits: shares under 8, no pool */
-    unsetenv("ECO_CUDA_NF4_POOL");
     /* its other shapes (warps a block, chunks a step, blocks an SM): the grid that fits and a split one */
     const char *rows_shapes[] = {"8,4,2", "8,2,3"};
     for (size_t i = 0; i < 2; i++)
@@ -847,23 +829,6 @@ static void test_qkv_summing_rule(void **state)
         setenv("ECO_CUDA_NF4_FILL", good_fills[i], 1);
         assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     }
-    /* =24's pool: PCT 1..50 and an even piece 2..64; anything else refused, and so is a pool beside filled shares */
-    unsetenv("ECO_CUDA_NF4_FILL");
-    const char *good_pools[] = {"0", "10", "50:64", "1:2"};
-    for (size_t i = 0; i < sizeof good_pools / sizeof good_pools[0]; i++) {
-        setenv("ECO_CUDA_NF4_POOL", good_pools[i], 1);
-        assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
-    }
-    const char *bad_pools[] = {"", "51", "10:3", "10:0", "10:66", "ten", "10:", ":4", "-5"};
-    for (size_t i = 0; i < sizeof bad_pools / sizeof bad_pools[0]; i++) {
-        setenv("ECO_CUDA_NF4_POOL", bad_pools[i], 1);
-        assert_qkv_summing_refused("ECO_CUDA_NF4_POOL");
-    }
-    setenv("ECO_CUDA_NF4_POOL", "10", 1);
-    setenv("ECO_CUDA_NF4_FILL", "o", 1);
-    assert_qkv_summing_refused("set one");
-    unsetenv("ECO_CUDA_NF4_FILL");
-    unsetenv("ECO_CUDA_NF4_POOL");
     const char *bad_fills[] = {"", "all", "down:", "down:-1", "down:4097", "down:2x", "lm_head", "up", ":3", "down:3:4"};
     for (size_t i = 0; i < sizeof bad_fills / sizeof bad_fills[0]; i++) {
         setenv("ECO_CUDA_NF4_FILL", bad_fills[i], 1);
@@ -956,26 +921,6 @@ static void test_nf4_rows_layout_and_split(void **state)
     int filled;
     long counts[3], sizes[3];
     assert_int_equal(eco_cuda_nf4_rows_fill_plan(4096, 100, 264, 0, &filled, counts, sizes), ECO_EINVAL);
-    /* =24's pool: even shares of whole pairs over the first (100 - pct)% of the chunks, then pieces */
-    const struct {
-        int rows, cols, blocks, pct, piece;
-        long per, start, pieces;
-    } pools[] = {
-        {37888, 3584, 264, 10, 4, 14, 59136, 1792}, /* Qwen2.5-7B gate_up: 66304 chunks, 4224 warps of 14, 7168 left */
-        {4096, 512, 4, 10, 4, 14, 896, 32},         /* medium's gate_up over 4 blocks (the GPU test's) */
-        {4096, 512, 5, 25, 2, 8, 640, 192},         /* over 5 blocks, a quarter in pairs */
-        {4096, 512, 8, 10, 4, 0, 1024, 0},          /* over 8 blocks: shares of 6, no pool */
-        {3584, 3584, 264, 10, 4, 0, 6272, 0},       /* Qwen2.5-7B o: shares under 8 chunks, no pool */
-    };
-    for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
-        long per = -1, start = -1, pieces = -1;
-        assert_int_equal(eco_cuda_nf4_rows_pool_plan(pools[i].rows, pools[i].cols, pools[i].blocks, pools[i].pct, pools[i].piece, &per, &start, &pieces), ECO_OK);
-        assert_int_equal(per, pools[i].per);
-        assert_int_equal(start, pools[i].start);
-        assert_int_equal(pieces, pools[i].pieces);
-    }
-    long per, start, pieces;
-    assert_int_equal(eco_cuda_nf4_rows_pool_plan(4096, 512, 8, 51, 4, &per, &start, &pieces), ECO_EINVAL);
     /* bad shapes are refused, not checked as if valid */
     assert_int_equal(eco_cuda_nf4_rows_layout_check(100, 96, 0, 0, 8, 1), ECO_EINVAL);  /* columns not whole steps */
     assert_int_equal(eco_cuda_nf4_rows_layout_check(101, 128, 1, 0, 8, 1), ECO_EINVAL); /* odd rows for pairs */

@@ -236,7 +236,7 @@ Design requested_design(void)
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = kNf4RowsLeanDefault;
     if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0 ||
-                 kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x || kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].pool))
+                 kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x))
         d.nf4_rows_lean = -1;
     d.nf4_rows_trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
     if (d.nf4_rows_trace && !*d.nf4_rows_trace) d.nf4_rows_trace = NULL;
@@ -287,9 +287,6 @@ struct State {
     int nf4_preload;   /* its steps loaded before the dependency wait (ECO_CUDA_NF4_PRELOAD, 1 or 2) */
     unsigned nf4_fill_roles; /* its residual linears (MmaRole bits) on filled shares, nf4_rows_fill (ECO_CUDA_NF4_FILL) */
     int nf4_fill_skew;       /* and the blocks they skew */
-    int nf4_pool_pct, nf4_pool_piece; /* =24: residual linears' last pct% of chunks as a pool of pieces (ECO_CUDA_NF4_POOL); 0: none */
-    unsigned *rows_pool_next; /* its counters (kPoolCounterStride apart), zero between launches */
-    size_t rows_pool_next_n;
     int rows_shape; /* its warps per block, chunks per step, blocks per SM: kNf4RowsShapes[i] (ECO_CUDA_NF4_ROWS_SHAPE) */
     int rows_small_shape; /* the shape of its linears of at most rows_small_max weights (ECO_CUDA_NF4_ROWS_SMALL) */
     long rows_small_max;  /* 0: every linear takes rows_shape */
@@ -855,10 +852,7 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
 // The steps a linear on the row-per-lane decoder runs: =23 for down under ECO_CUDA_SWIGLU_ATOMIC, else the design's.
-int rows_lean_of(const State *s, const DeviceLinear &d)
-{
-    return d.rows_swiglu_x ? kNf4StepsSwigluX : d.rows_pool_pieces ? kNf4StepsPool : s->nf4_rows_lean;
-}
+int rows_lean_of(const State *s, const DeviceLinear &d) { return d.rows_swiglu_x ? kNf4StepsSwigluX : s->nf4_rows_lean; }
 
 // Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's x.
 size_t rows_smem_bytes(bool dq, long x_chunks) { return lanes_smem_bytes(dq) + (size_t)x_chunks * kSwigluXChunkBytes; }
@@ -1006,33 +1000,6 @@ eco_err nf4_fill_env(unsigned *roles, int *skew)
     return ECO_OK;
 }
 
-// =24 (an experiment): ECO_CUDA_NF4_POOL="PCT[:K]", the last PCT% (1..50) of a residual linear's chunks on the
-// row-per-lane decoder as a pool of pieces of K chunks (even, 2..64; default 4), where the even shares before it give
-// every warp at least kPoolMinShare chunks (7B: gate_up under SwiGLU made by down, down without it); unset or 0: none.
-constexpr int kPoolMinShare = 8, kPoolPieceDefault = 4;
-eco_err nf4_pool_env(int *pct, int *piece)
-{
-    *pct = 0;
-    *piece = kPoolPieceDefault;
-    const char *v = getenv("ECO_CUDA_NF4_POOL");
-    if (!v || !strcmp(v, "0")) return ECO_OK;
-    char buf[32];
-    const char *colon = strchr(v, ':');
-    size_t n = colon ? (size_t)(colon - v) : strlen(v);
-    int p = 0, k = kPoolPieceDefault;
-    bool ok = n < sizeof buf;
-    if (ok) {
-        memcpy(buf, v, n);
-        buf[n] = 0;
-        ok = parse_int_in(buf, 1, 50, &p) && (!colon || (parse_int_in(colon + 1, 2, 64, &k) && k % 2 == 0));
-    }
-    if (!ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_POOL=\"%s\": want \"PCT[:K]\", PCT%% of a residual linear's chunks (1..50) in pieces "
-                             "of K chunks (even, 2..64)", v);
-    *pct = p;
-    *piece = k;
-    return ECO_OK;
-}
-
 eco_err nf4_grid_env(State *s)
 {
     int lanes_m, residual_m;
@@ -1041,9 +1008,6 @@ eco_err nf4_grid_env(State *s)
     if (!e) e = env_int("ECO_CUDA_NF4_PRELOAD", 1, 2, kNf4RowsPreload, "steps", &s->nf4_preload);
     if (!e) e = rows_shape_env(&s->rows_shape, &s->rows_small_shape, &s->rows_small_max);
     if (!e) e = nf4_fill_env(&s->nf4_fill_roles, &s->nf4_fill_skew);
-    if (!e) e = nf4_pool_env(&s->nf4_pool_pct, &s->nf4_pool_piece);
-    if (!e && s->nf4_pool_pct && s->nf4_fill_roles)
-        e = eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_POOL and ECO_CUDA_NF4_FILL: both shape the residual linears' shares; set one");
     if (!e) e = nf4_size_rule_env(&lanes_m, &residual_m);
     if (!e) s->nf4_lanes_min = (long)lanes_m << 20, s->nf4_rows_min_residual = (long)residual_m << 20;
     return e;
@@ -1313,7 +1277,6 @@ struct RowsLaunch {
     long groups;
     RowsShare share;
     bool filled; // share: filled (nf4_rows_fill), not even
-    RowsPool pool; // =24: even shares then a pool (pool.pieces > 0), nf4_rows_pool
 };
 
 // A linear's shape on the decoder (by its size, ECO_CUDA_NF4_ROWS_SMALL), its row groups and each warp's share of the
@@ -1343,20 +1306,10 @@ eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsL
         filled = nf4_rows_fill(groups, d.cols / 32, warps / rs.warps, rs.warps, (long)s->nf4_min_steps * rs.u, whole, s->nf4_fill_skew, &f, &skewed);
         if (filled) sh = f;
     }
-    RowsPool pool = {};
-    if (residual_role && s->nf4_pool_pct && !d.rows_swiglu_x && lean == kNf4StepsPairSums &&
-        nf4_rows_pool(groups * (d.cols / 32), warps, s->nf4_pool_pct, s->nf4_pool_piece, whole, kPoolMinShare, &pool)) {
-        sh.per = pool.per; // every warp of every block: each class of warps counts gridDim.x of them
-        sh.used = warps;
-        sh.n1 = warps / rs.warps;
-        sh.s2 = sh.s3 = pool.per;
-        sh.n2 = 0;
-        sh.slots = 1;
-    }
     if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
         return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
                         "in shared memory)", sh.per, kSwigluXMaxChunks);
-    *out = RowsLaunch{shape, groups, sh, filled, pool};
+    *out = RowsLaunch{shape, groups, sh, filled};
     return ECO_OK;
 }
 
@@ -1383,10 +1336,6 @@ eco_err nf4_rows_plan(State *s, DeviceLinear &d, int map, unsigned residual_role
     d.rows_share_s3 = (int)sh.s3;
     d.rows_blocks = (int)((sh.used + warps - 1) / warps);
     d.rows_slots = sh.slots;
-    d.rows_pool_start = (int)rl.pool.start;
-    d.rows_pool_chunks = (int)rl.pool.piece;
-    d.rows_pool_pieces = (int)rl.pool.pieces;
-    if (rl.pool.pieces && (e = grow_zeroed(&s->rows_pool_next, &s->rows_pool_next_n, (size_t)warps * kPoolCounterStride, s->stream))) return e;
     size_t need = sh.slots > 1 ? (size_t)rl.groups * (size_t)sh.slots * kNf4RowsR * kWarp : 1;
     e = grow_zeroed(&s->rows_partials, &s->rows_partials_n, need, s->stream);
     return e ? e : grow_zeroed(&s->rows_arrivals, &s->rows_arrivals_n, (size_t)rl.groups, s->stream);
@@ -1696,12 +1645,8 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         bool dq = d.format == ECO_PREC_NF4_DQ;
         p.epilogue = out.epilogue;
         p.splits = 1;
-        if ((d.rows_filled || d.rows_pool_pieces) && out.epilogue != EP_ADD)
-            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear planned on filled shares or a pool launched without a residual add");
-        p.pool_start = d.rows_pool_start;
-        p.pool_chunks = d.rows_pool_chunks;
-        p.pool_pieces = d.rows_pool_pieces;
-        p.pool_next = s->rows_pool_next;
+        if (d.rows_filled && out.epilogue != EP_ADD)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear planned on filled shares launched without a residual add");
         p.chunks_per_warp = d.rows_chunks_per_warp;
         p.share_n1 = d.rows_share_n1;
         p.share_s2 = d.rows_share_s2;
@@ -2108,7 +2053,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->swiglu_sums, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->rows_pool_next};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -2200,7 +2145,7 @@ eco_err standalone_open(State &s, size_t cols)
 eco_err standalone_close(State &s)
 {
     eco_err e = rows_trace_close(&s);
-    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals, s.rows_pool_next};
+    void *bufs[] = {s.xq, s.x_absmax, s.outliers, s.n_outliers, s.rows_partials, s.rows_arrivals};
     for (void *p : bufs) cudaFree(p);
     if (s.stream) cudaStreamDestroy(s.stream);
     return e;
@@ -2542,24 +2487,6 @@ eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head
     return ECO_OK;
 }
 
-eco_err eco_cuda_nf4_rows_pool_plan(int rows, int cols, int blocks, int pct, int piece, long *per, long *start, long *pieces)
-{
-    if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || blocks < 1 || pct < 1 || pct > 50 || !per || !start || !pieces)
-        return eco_fail(ECO_EINVAL, "nf4 rows pool plan: bad shape");
-    const RowsShape &rs = kNf4RowsShapes[0];
-    MatvecParams p;
-    memset(&p, 0, sizeof p);
-    p.rows = rows;
-    p.cols = cols;
-    long total = nf4_rows_groups(p, EP_STORE, kNf4RowsR) * (cols / 32);
-    RowsPool pool = {};
-    if (!nf4_rows_pool(total, (long)blocks * rs.warps, pct, piece, 2 * rs.u, kPoolMinShare, &pool)) pool = RowsPool{0, total, 0, piece};
-    *per = pool.per;
-    *start = pool.start;
-    *pieces = pool.pieces;
-    return ECO_OK;
-}
-
 eco_err eco_cuda_nf4_rows_fill_plan(int rows, int cols, int blocks, int skew, int *filled, long counts[3], long sizes[3])
 {
     if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || blocks < 1 || skew < 0 || !filled || !counts || !sizes)
@@ -2648,9 +2575,6 @@ void eco_cuda_design(char *buf, size_t cap)
             size_t at = append_role_names(fill, sizeof fill, (size_t)snprintf(fill, sizeof fill, ", shares filled for"), fill_roles, ',');
             if (skew && at < sizeof fill) snprintf(fill + at, sizeof fill - at, " (%d blocks skewed)", skew);
         }
-        int pool_pct, pool_piece;
-        if (!nf4_pool_env(&pool_pct, &pool_piece) && pool_pct) // ", residual adds' last 10% a pool of 4-chunk pieces"
-            snprintf(fill, sizeof fill, ", residual adds' last %d%% a pool of %d-chunk pieces (shares >= %d)", pool_pct, pool_piece, kPoolMinShare);
         snprintf(nf4, sizeof nf4, "a row per lane (weights interleaved, register prefetch, %d steps before the wait, stream-K%s%s, %d warps x %d chunks x %d/SM%s) %s, else %.100s",
                  preload, fill, kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean < 0 ? kNf4RowsLeanDefault : d.nf4_rows_lean)].name, rs.warps, rs.u, rs.per_sm, small, d.nf4_rows_any_size ? "everywhere" : rule, rest);
     }

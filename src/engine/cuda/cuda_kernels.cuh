@@ -38,7 +38,6 @@ struct DeviceLinear {
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
     bool rows_filled;           // its shares filled (nf4_rows_fill): launched with a residual add only
     bool rows_swiglu_x;         // down under ECO_CUDA_SWIGLU_ATOMIC: its x made from gate_up's sums (kNf4StepsSwigluX)
-    int rows_pool_start, rows_pool_chunks, rows_pool_pieces; // a pool after even shares (kNf4StepsPool); 0 pieces: none
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
 
@@ -138,9 +137,6 @@ struct MatvecParams {
                                  // (gate at column j, up at cols + j), not p.x
     float *zero;                 // and the sums of the next layer's gate_up, zeroed after the dependency wait
     int zero_n;
-    int pool_start, pool_chunks, pool_pieces; // nf4 rows =24 (ECO_CUDA_NF4_POOL): the shares end at chunk pool_start, and
-                                 // the rest is pool_pieces pieces of pool_chunks (the last may be shorter)
-    unsigned *pool_next;         // its counters, one per warp index of a block (kPoolCounterStride apart), zero between launches
 };
 
 // The scale of a block of nf4 weights: its fp32 absmax, or for nf4-dq the absmax code's dynamic-map value times

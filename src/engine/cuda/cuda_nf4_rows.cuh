@@ -114,23 +114,6 @@ inline RowsShare nf4_rows_share(long groups, long chunks, long warps, int min_st
     return sh;
 }
 
-// =24's plan (ECO_CUDA_NF4_POOL) for a residual linear of `total` chunks over `warps` warps: even shares of whole
-// steps over the first (100 - pct)% of the chunks, then pieces of `piece` chunks (whole steps) that warps take one at
-// a time as they finish, so the SMs that stream faster take more (a warp trace's SM ends spread 2-3 us over a 7B
-// gate_up, session 44). False where a share would be under min_share chunks (too short to leave a pool behind) or
-// no pool is left: even shares then.
-struct RowsPool {
-    long per, start, pieces, piece;
-};
-inline bool nf4_rows_pool(long total, long warps, int pct, long piece, long whole, long min_share, RowsPool *out)
-{
-    long per = total * (100 - pct) / 100 / warps / whole * whole;
-    if (per < min_share || piece < whole || piece % whole) return false;
-    long start = per * warps;
-    *out = RowsPool{per, start, (total - start + piece - 1) / piece, piece};
-    return total > start;
-}
-
 // Filled shares for a residual linear (its warps add to y atomically, so no group needs to know its warps): every
 // block the GPU holds takes a share, in two sizes a `whole` apart with the larger first, where even shares round up
 // to whole steps and leave warps idle (Llama-3.1-8B's down: 224 of 264 blocks, so 40 SMs ran one block of it). The
@@ -328,26 +311,22 @@ struct RowsSteps {
     bool trace;         // pair sums: each warp records when it entered, was released, finished its stream and ended
     bool swiglu_x;      // pair sums: x is fp16(silu(gate) * up) of gate_up's atomic sums, made once a warp into shared
                         // memory (down under ECO_CUDA_SWIGLU_ATOMIC; chosen per linear, never by ECO_CUDA_NF4_ROWS_LEAN)
-    bool pool;          // pair sums: after its even share a warp takes pieces of a pool the linear's last chunks form,
-                        // one at a time from a counter (ECO_CUDA_NF4_POOL; chosen per linear, never by ECO_CUDA_NF4_ROWS_LEAN)
 };
 constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSumsFlag = 21,
-              kNf4StepsTraced = 22, kNf4StepsSwigluX = 23, kNf4StepsPool = 24, kNf4RowsLeanDefault = kNf4StepsPairSums;
+              kNf4StepsTraced = 22, kNf4StepsSwigluX = 23, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, false, false, false, false},
-    {1, ", lean steps", 0, false, false, false, false, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false, false, false},
+    {0, ", full steps", 0, false, false, false, false, false},
+    {1, ", lean steps", 0, false, false, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false, false},
     {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false, false,
-     false, false},
+     false},
     {kNf4StepsPairSumsFlag, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), first pair by a flag",
-     kNf4PairSumsShift, true, true, true, false, false, false},
+     kNf4PairSumsShift, true, true, true, false, false},
     {kNf4StepsTraced, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), warps traced",
-     kNf4PairSumsShift, true, true, false, true, false, false},
+     kNf4PairSumsShift, true, true, false, true, false},
     {kNf4StepsSwigluX, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), x from gate_up's sums",
-     kNf4PairSumsShift, true, true, false, false, true, false},
-    {kNf4StepsPool, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), a pool of pieces after the shares",
-     kNf4PairSumsShift, true, true, false, false, false, true}};
+     kNf4PairSumsShift, true, true, false, false, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -366,11 +345,6 @@ template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Le
 template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt<Lean>].first_by_flag;
 template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
 template <int Lean> constexpr bool kRowsSwigluX = kNf4RowsSteps[kRowsStepsAt<Lean>].swiglu_x;
-template <int Lean> constexpr bool kRowsPool = kNf4RowsSteps[kRowsStepsAt<Lean>].pool;
-
-// =24's pool counters, one per warp index of a block (a class of gridDim.x warps, one a block, so spread over every
-// SM), this many unsigned apart: a 128-byte line each, so the classes' atomics do not queue on one L2 line.
-constexpr int kPoolCounterStride = 32;
 
 // =23's x: each warp's chunks of x (64 bytes each, in the warp's flat chunk order) in shared memory after the table,
 // at most this many a warp (for a model whose down would give a warp more, resolve_swiglu_atomic keeps the mode off,
@@ -566,7 +540,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr bool kScaled = kShift > 0, kTwoSteps = kRowsTwoSteps<Lean>, kPairSums = kRowsPairSums<Lean> && U == 1;
     constexpr bool kTrace = kRowsTrace<Lean> && kPairSums; // steps of several chunks run =9 (nf4_rows_lean_for): untraced
     constexpr bool kSwigluX = kRowsSwigluX<Lean> && kPairSums; // (the engine runs =23 only where the pair sums take it)
-    constexpr bool kPool = kRowsPool<Lean> && kPairSums;       // (and =24 likewise)
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     [[maybe_unused]] unsigned long long trace_ns0 = 0;
     [[maybe_unused]] long long trace_clk0 = 0, trace_released = 0, trace_streamed = 0;
@@ -581,9 +554,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     // Lean: step f (a multiple of U) lies in the absmax block of the step before it
     auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
     // this warp's chunks [f0, f1): even shares under =23 (its loop spilled 8 bytes on filled ones; the host fills none)
-    const int share = kSwigluX || kPool ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
-    int f0 = kSwigluX || kPool ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
-        f1 = min(kPool ? p.pool_start : total, f0 + share);
+    const int share = kSwigluX ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
+    const int f0 = kSwigluX ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
+              f1 = min(total, f0 + share);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
     if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
@@ -593,7 +566,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
-    bool preloaded = p.preload > 1 && f0 + U < f1;
+    const bool preloaded = p.preload > 1 && f0 + U < f1;
     if constexpr (kPairSums) { // the second step of the first pair: its weights (its scales are the first step's)
         if (preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
     } else if (preloaded) {
@@ -612,7 +585,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         __syncwarp();
         xs4 = reinterpret_cast<const uint4 *>(xs);
     }
-    if (f0 >= f1 && !kPool) return; // (under =24 every warp asks the pool, which counts on each one's last ask)
+    if (f0 >= f1) return;
     if constexpr (kTrace) trace_released = clock64();
     const float *dmap = reinterpret_cast<const float *>(nf4_smem + kNf4TableBytes);
     // nf4-dq: the table's lookups at a fixed window offset (nf4_pair_fixed), which a differently placed table would break
@@ -666,15 +639,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         // pairs of steps (f even): `cur` holds f with its block's scales, `next` f + 1's weights; f + 1 loads while f
         // decodes and f + 2 while f + 1 decodes, as in the two steps a loop
         [[maybe_unused]] bool load_second = !preloaded; // kRowsFirstByFlag<Lean>
-        [[maybe_unused]] unsigned grab = 0;            // kPool: lane 0's answer from the class counter
-        [[maybe_unused]] bool asked = false;            // and whether this range asked already
-        for (;;) {
         for (int f = f0; f < f1; f += 2) {
-            if constexpr (kPool)
-                if (f + 2 >= f1) { // the range's last pair: ask for the next piece while it decodes
-                    if (lane == 0) grab = atomicAdd(p.pool_next + warp * kPoolCounterStride, 1u);
-                    asked = true;
-                }
             // the block's scale now, not after the decode: nf4-dq's code and nested scale then need no registers
             // across it (with them, ptxas spilled 24 bytes at the 64-register cap)
             float scale[R];
@@ -714,30 +679,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 c = 0;
                 g++;
             }
-        }
-        if constexpr (!kPool) {
-            break;
-        } else {
-            // the class's pieces are v * Warps + warp for v = 0, 1, ...: the first answers below their count are
-            // pieces, and every warp stops at its first answer past them, so the class's last answer is known and
-            // its warp resets the counter for the next launch (which reads it only after this grid completes)
-            if (!asked && lane == 0) grab = atomicAdd(p.pool_next + warp * kPoolCounterStride, 1u);
-            asked = false;
-            const int v = __shfl_sync(0xffffffffu, (int)grab, 0);
-            const int in_class = p.pool_pieces > warp ? (p.pool_pieces - warp + Warps - 1) / Warps : 0;
-            if (v >= in_class) {
-                if (lane == 0 && v == in_class + (int)gridDim.x - 1) p.pool_next[warp * kPoolCounterStride] = 0u;
-                break;
-            }
-            f0 = p.pool_start + (v * Warps + warp) * p.pool_chunks;
-            f1 = min(total, f0 + p.pool_chunks);
-            g = f0 / C;
-            c = f0 % C;
-            if constexpr (DoubleQuant) rows_group_rowB<R>(p, g, lane, rowB);
-            rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-            rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
-            preloaded = true;
-        }
         }
         if constexpr (kTrace) rows_trace_record(p, warp_id, lane, trace_ns0, trace_clk0, trace_released, trace_streamed);
     } else if constexpr (kTwoSteps) {
