@@ -57,7 +57,10 @@ for l in "${leans[@]}"; do
                 for (i = 1; i <= n; i++) if (opc[i] == "BRA" && match(text[i], /0x[0-9a-f]+$/)) {
                     to = hex(substr(text[i], RSTART)); if (to >= addr[i]) continue
                     lds = 0; for (j = 1; j <= i; j++) if (addr[j] >= to && opc[j] == "LDS") lds++
-                    if (lds > best) {best = lds; head = to}
+                    # the innermost loop holding the lookups: most LDS, then the shortest (an outer loop around it
+                    # may hold a few more, e.g. the wait of =24 for the norm of its block)
+                    size = addr[i] - to
+                    if (lds > best + 4 || (lds >= best - 4 && best && size < bsize)) {best = lds; head = to; bsize = size}
                 }
                 if (!best) {print label ": no loop found"; exit}
                 for (j = 1; j <= n; j++) at[addr[j]] = j
