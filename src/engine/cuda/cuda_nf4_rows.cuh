@@ -667,6 +667,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
             if constexpr (kNormX) { // the block's sum complete (every warp adds its part right after the wait)
                 while (*(volatile int *)norm_in < Warps) {
                 }
+                __threadfence_block(); // the sum after the count (the adders fenced between them)
                 norm_x_fill(p, f0, f1, C, lane, rsqrtf(*(volatile float *)norm_sum / (float)p.cols + p.norm_eps), xs);
             } else {
                 swiglu_x_fill(p, f0, f1, C, lane, xs);
