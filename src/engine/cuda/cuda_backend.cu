@@ -1424,6 +1424,25 @@ void resolve_qkv_atomic(State *s, int format)
 // makes its x = fp16(silu(gate) * up) from them once a warp (=23). Only where both are nf4 on the row-per-lane
 // decoder (a row per lane as residuals) and not tiled; off for this model otherwise. Side by side on four H100 units
 // (data/h200/README.md, sessions 41, 44, 45): Qwen2.5-7B nf4 x1.005-1.008, Llama-3.1-8B x1.018-1.029, 14B x1.009.
+// Whether a linear of `format`, rows x cols, plans on steps that make their x (=23 for swiglu, else =24): blocks that
+// take the pair sums and warps whose x fits shared memory. A refusal only turns a mode off: its message is no failure
+// of the engine's open, so none is left.
+bool x_made_plans(State *s, int format, long rows, long cols, bool swiglu)
+{
+    DeviceLinear d;
+    memset(&d, 0, sizeof d);
+    d.format = format;
+    d.rows = (int)rows;
+    d.cols = (int)cols;
+    d.blocksize = s->opt.quant.nf4_blocksize;
+    d.rows_swiglu_x = swiglu;
+    d.rows_norm_x = !swiglu;
+    RowsLaunch rl;
+    if (nf4_rows_launch_of(s, d, EP_STORE, &rl) == ECO_OK) return true;
+    eco_clear_error();
+    return false;
+}
+
 void resolve_swiglu_atomic(State *s, int format)
 {
     const eco_model_config &c = s->cfg;
@@ -1431,45 +1450,22 @@ void resolve_swiglu_atomic(State *s, int format)
     // (and two layers at least: a single layer's down would zero the sums it is reading, for the next token)
     s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
-    if (!s->swiglu_atomic) return;
     // and down's share of x fits its shared memory (kSwigluXMaxChunks: Qwen2.5-72B's would not on 132 SMs)
-    DeviceLinear down;
-    memset(&down, 0, sizeof down);
-    down.format = format;
-    down.rows = (int)hidden;
-    down.cols = (int)inter;
-    down.blocksize = s->opt.quant.nf4_blocksize;
-    down.rows_swiglu_x = true;
-    RowsLaunch rl;
-    s->swiglu_atomic = nf4_rows_launch_of(s, down, EP_STORE, &rl) == ECO_OK;
-    // the probe's refusal (a share of x that does not fit, or blocks too small for =23's steps) only turns the mode
-    // off: its message is no failure of this open, so none is left
-    if (!s->swiglu_atomic) eco_clear_error();
+    s->swiglu_atomic = s->swiglu_atomic && x_made_plans(s, format, hidden, inter, true);
 }
 
 // ECO_CUDA_NORM_X (experiment, session 46): the layer's two RMSNorm kernels dropped; qkv and gate_up make their x =
 // fp16(residual * (1/rms) * norm weight) once a warp (=24), each block summing the residual's squares as it starts
-// (its warps' chunks asked of L1 meanwhile), so a kernel boundary and the norm kernel's round trips leave the layer. Where both are nf4 a row per lane and summed by atomics (the atomic qkv with RoPE in attention,
-// SwiGLU made by down) and their warps' x fits shared memory; off for this model otherwise.
+// (its warps' chunks asked of L1 meanwhile), so a kernel boundary and the norm kernel's round trips leave the layer.
+// Where both are nf4 a row per lane and summed by atomics (the atomic qkv with RoPE in attention, SwiGLU made by down)
+// and their warps' x fits shared memory; off for this model otherwise.
 void resolve_norm_x(State *s, int format)
 {
     const eco_model_config &c = s->cfg;
     long hidden = c.hidden, qkv_rows = (long)(c.heads + 2 * c.kv_heads) * c.head_dim;
     s->norm_x = s->norm_x && s->swiglu_atomic && s->qkv_atomic == kQkvAtomicAttention && hidden % 4 == 0 &&
-                !mma_format_ok(s, format, (int)hidden) && nf4_rows_takes(s, format, qkv_rows, hidden, true);
-    for (long rows : {qkv_rows, 2 * (long)c.intermediate}) {
-        if (!s->norm_x) break;
-        DeviceLinear d;
-        memset(&d, 0, sizeof d);
-        d.format = format;
-        d.rows = (int)rows;
-        d.cols = (int)hidden;
-        d.blocksize = s->opt.quant.nf4_blocksize;
-        d.rows_norm_x = true;
-        RowsLaunch rl;
-        s->norm_x = nf4_rows_launch_of(s, d, EP_STORE, &rl) == ECO_OK;
-    }
-    if (!s->norm_x) eco_clear_error();
+                !mma_format_ok(s, format, (int)hidden) && nf4_rows_takes(s, format, qkv_rows, hidden, true) &&
+                x_made_plans(s, format, qkv_rows, hidden, false) && x_made_plans(s, format, 2 * (long)c.intermediate, hidden, false);
 }
 
 // Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer

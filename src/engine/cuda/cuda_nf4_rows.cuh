@@ -356,62 +356,53 @@ template <int Lean> constexpr bool kRowsNormX = kNf4RowsSteps[kRowsStepsAt<Lean>
 // and nf4_rows_plan refuses such a launch), so two 16-warp blocks still fit an SM beside their 64 KB tables.
 constexpr int kSwigluXMaxChunks = 24, kSwigluXChunkBytes = 64;
 
-// x = fp16(silu(gate) * up) for chunks [f0, f1) of the flat order (column chunk f % C), from gate_up's fp32 sums
-// (gate at column j, up at cols + j), into xs in that order: once a warp, kBatch float4 pairs a lane in flight at a
-// time.
-__device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, __half *xs)
+// A warp's x for chunks [f0, f1) of the flat order (column chunk f % C) into xs in that order, once a warp, kBatch float4
+// pairs a lane in flight at a time: load(at, a, b) reads the two fp32 sources' float4 at `at`, make(a, b) gives the
+// four fp16 values.
+template <typename Load, typename Make>
+__device__ __forceinline__ void x_chunks_fill(int f0, int f1, int C, int lane, __half *xs, Load load, Make make)
 {
-    const float4 *gate = reinterpret_cast<const float4 *>(p.swiglu_sums), *up = gate + p.cols / 4;
     const int n4 = (f1 - f0) * 8; // float4 a chunk: 8
     constexpr int kBatch = 2;
     for (int i0 = 0; i0 < n4; i0 += kBatch * kWarp) {
-        float4 g[kBatch], u[kBatch];
+        float4 a[kBatch], b[kBatch];
 #pragma unroll
         for (int k = 0; k < kBatch; k++) {
             int i = i0 + k * kWarp + lane;
-            if (i < n4) {
-                int at = ((f0 + (i >> 3)) % C) * 8 + (i & 7);
-                g[k] = __ldcg(gate + at);
-                u[k] = __ldcg(up + at);
-            }
+            if (i < n4) load(((f0 + (i >> 3)) % C) * 8 + (i & 7), a[k], b[k]);
         }
 #pragma unroll
         for (int k = 0; k < kBatch; k++) {
             int i = i0 + k * kWarp + lane;
-            if (i >= n4) continue;
-            __half2 lo = __floats2half2_rn(silu_times(g[k].x, u[k].x), silu_times(g[k].y, u[k].y));
-            __half2 hi = __floats2half2_rn(silu_times(g[k].z, u[k].z), silu_times(g[k].w, u[k].w));
-            reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+            if (i < n4) reinterpret_cast<uint2 *>(xs)[i] = make(a[k], b[k]);
         }
     }
 }
 
-// =24's x: fp16(x * r * w) for chunks [f0, f1) of the flat order (column chunk f % C), from the fp32 residual x, its
-// 1/rms r and the RMSNorm's weights w, into xs in that order: the norm kernel's expression (rmsnorm).
+__device__ __forceinline__ uint2 half4_bits(float a, float b, float c, float d)
+{
+    __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
+    return make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+}
+
+// =23's x = fp16(silu(gate) * up), from gate_up's fp32 sums (gate at column j, up at cols + j).
+__device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, __half *xs)
+{
+    const float4 *gate = reinterpret_cast<const float4 *>(p.swiglu_sums), *up = gate + p.cols / 4;
+    x_chunks_fill(
+        f0, f1, C, lane, xs, [&](int at, float4 &g, float4 &u) { g = __ldcg(gate + at), u = __ldcg(up + at); },
+        [](float4 g, float4 u) { return half4_bits(silu_times(g.x, u.x), silu_times(g.y, u.y), silu_times(g.z, u.z), silu_times(g.w, u.w)); });
+}
+
+// =24's x = fp16(x * r * w), the norm kernel's expression (rmsnorm), from the fp32 residual x, its 1/rms r and the
+// RMSNorm's weights w. Loads through L1, where norm_x_prefetch asked for them (after this kernel's dependency wait, as
+// the decoder's own x loads).
 __device__ __forceinline__ void norm_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, float r, __half *xs)
 {
     const float4 *x = reinterpret_cast<const float4 *>(p.norm_x), *w = reinterpret_cast<const float4 *>(p.norm_w);
-    const int n4 = (f1 - f0) * 8;
-    constexpr int kBatch = 2;
-    for (int i0 = 0; i0 < n4; i0 += kBatch * kWarp) {
-        float4 v[kBatch], g[kBatch];
-#pragma unroll
-        for (int k = 0; k < kBatch; k++) {
-            int i = i0 + k * kWarp + lane;
-            if (i < n4) {
-                int at = ((f0 + (i >> 3)) % C) * 8 + (i & 7);
-                v[k] = __ldcg(x + at);
-                g[k] = __ldg(w + at);
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < kBatch; k++) {
-            int i = i0 + k * kWarp + lane;
-            if (i >= n4) continue;
-            __half2 lo = __floats2half2_rn(v[k].x * r * g[k].x, v[k].y * r * g[k].y), hi = __floats2half2_rn(v[k].z * r * g[k].z, v[k].w * r * g[k].w);
-            reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
-        }
-    }
+    x_chunks_fill(
+        f0, f1, C, lane, xs, [&](int at, float4 &v, float4 &g) { v = __ldca(x + at), g = __ldca(w + at); },
+        [r](float4 v, float4 g) { return half4_bits(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w); });
 }
 
 // =24: this warp's chunks of the residual and the norm's weights asked of L1 (prefetch.global.L1), so norm_x_fill,
