@@ -2447,24 +2447,9 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
     return ECO_OK;
 }
 
-eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
-{
-    if ((precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && (nf4_blocksize < 32 || nf4_blocksize % 32))
-        return eco_fail(ECO_EINVAL, "nf4 blocksize %d: want a multiple of 32", nf4_blocksize);
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no device");
-    State *s;
-    eco_err e = rules_state(c, &s);
-    if (e) return e;
-    s->opt.quant.nf4_blocksize = nf4_blocksize;
-    s->sm_count = prop.multiProcessorCount;
-    resolve_swiglu_atomic(s, precision);
-    *on = s->swiglu_atomic;
-    free_rules_state(s);
-    return ECO_OK;
-}
-
-eco_err eco_cuda_norm_by_matvec(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+// The per-model rules as an engine opened now would resolve them: on the device, whose warps decide what fits. Free
+// it with free_rules_state.
+static eco_err device_rules_state(const eco_model_config *c, eco_precision precision, int nf4_blocksize, State **out)
 {
     if ((precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && (nf4_blocksize < 32 || nf4_blocksize % 32))
         return eco_fail(ECO_EINVAL, "nf4 blocksize %d: want a multiple of 32", nf4_blocksize);
@@ -2478,6 +2463,25 @@ eco_err eco_cuda_norm_by_matvec(const eco_model_config *c, eco_precision precisi
     resolve_qkv_atomic(s, precision);
     resolve_swiglu_atomic(s, precision);
     resolve_norm_x(s, precision);
+    *out = s;
+    return ECO_OK;
+}
+
+eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+{
+    State *s;
+    eco_err e = device_rules_state(c, precision, nf4_blocksize, &s);
+    if (e) return e;
+    *on = s->swiglu_atomic;
+    free_rules_state(s);
+    return ECO_OK;
+}
+
+eco_err eco_cuda_norm_by_matvec(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+{
+    State *s;
+    eco_err e = device_rules_state(c, precision, nf4_blocksize, &s);
+    if (e) return e;
     *on = s->norm_x;
     free_rules_state(s);
     return ECO_OK;
