@@ -64,8 +64,13 @@ json "$T/fake.json" "Math.abs(d.idle.before_w-150)<3 && d.results.every(r => r.m
 json "$T/fake.json" "d.comparisons[0].precision==='nf4' && typeof d.comparisons[0].delta_pct==='number' && d.comparisons[0].ci95_pct.length===2"
 json "$T/fake.json" "d.notes.some(n => n.includes('test of the harness'))"
 json "$T/fake.json" "d.weights.quantization.lm_head==='fp16' && !('int8_mixed_threshold' in d.weights.quantization)"
-# At constant power, energy per token is power x time per token: check against the measured speed.
-json "$T/fake.json" "d.results.every(r => Math.abs(r.mj_per_token_gross - 150000/r.tokens_per_s)/r.mj_per_token_gross < 0.25)"
+# At constant power, energy per token is power x time per token. The speed counts decode time only, the energy also
+# the host's gaps between generations, which grow when the machine is busy (a parallel ctest under ASan once made
+# them over 25%): at least 75% of 150 W over the speed, at most 150 W over the windows' whole time (plus 5% for
+# the prefill sub-windows' edges).
+json "$T/fake.json" "d.results.every(r => { const ws = d.windows.filter(w => w.precision === r.precision);
+  const wall = 150000 * ws.reduce((a, w) => a + w.seconds, 0) / ws.reduce((a, w) => a + w.tokens, 0);
+  return ws.length > 0 && r.mj_per_token_gross > 0.75 * 150000 / r.tokens_per_s && r.mj_per_token_gross < 1.05 * wall; })"
 "$ECO" report "$T/fake.json" | has "NVIDIA H200 (fake NVML)" || fail "report lacks the GPU"
 json "$T/fake.json" "d.windows.every(w => w.sm_mhz_min===1980 && w.sm_mhz_mean===1980 && w.clock_event_reasons==='none') && !d.flags.includes('throttled')"
 # 2b. A power cap that comes and goes inside the windows is recorded per window, flagged and reported.
