@@ -2467,24 +2467,25 @@ static eco_err device_rules_state(const eco_model_config *c, eco_precision preci
     return ECO_OK;
 }
 
-eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+// One mode's resolution (a bool of State) for model c, as device_rules_state resolves it.
+static eco_err device_rule(const eco_model_config *c, eco_precision precision, int nf4_blocksize, bool State::*mode, int *on)
 {
     State *s;
     eco_err e = device_rules_state(c, precision, nf4_blocksize, &s);
     if (e) return e;
-    *on = s->swiglu_atomic;
+    *on = s->*mode;
     free_rules_state(s);
     return ECO_OK;
 }
 
+eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
+{
+    return device_rule(c, precision, nf4_blocksize, &State::swiglu_atomic, on);
+}
+
 eco_err eco_cuda_norm_by_matvec(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
 {
-    State *s;
-    eco_err e = device_rules_state(c, precision, nf4_blocksize, &s);
-    if (e) return e;
-    *on = s->norm_x;
-    free_rules_state(s);
-    return ECO_OK;
+    return device_rule(c, precision, nf4_blocksize, &State::norm_x, on);
 }
 
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
