@@ -240,7 +240,7 @@ Design requested_design(void)
     d.nf4_rows_lean = kNf4RowsLeanDefault;
     if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0 ||
                  kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x || kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].norm_x))
-        d.nf4_rows_lean = -1;
+        d.nf4_rows_lean = -1; // (23 and 24 are chosen per linear)
     d.nf4_rows_trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
     if (d.nf4_rows_trace && !*d.nf4_rows_trace) d.nf4_rows_trace = NULL;
     const char *ring = getenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
@@ -857,7 +857,8 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
-// The steps a linear on the row-per-lane decoder runs: =23 for down under ECO_CUDA_SWIGLU_ATOMIC, else the design's.
+// The steps a linear on the row-per-lane decoder runs: =23 for down under SwiGLU made by down, =24 for qkv and gate_up
+// under ECO_CUDA_NORM_X, else the design's.
 int rows_lean_of(const State *s, const DeviceLinear &d)
 {
     return d.rows_swiglu_x ? kNf4StepsSwigluX : d.rows_norm_x ? kNf4StepsNormX : s->nf4_rows_lean;
@@ -866,7 +867,11 @@ int rows_lean_of(const State *s, const DeviceLinear &d)
 // Whether the linear's steps make their x into shared memory (=23, =24).
 bool rows_x_made(const DeviceLinear &d) { return d.rows_swiglu_x || d.rows_norm_x; }
 
-// Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's x.
+// The setting that asked for those steps, for messages.
+const char *rows_x_mode(const DeviceLinear &d) { return d.rows_swiglu_x ? "ECO_CUDA_SWIGLU_ATOMIC" : "ECO_CUDA_NORM_X"; }
+
+// Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's or =24's x and, with
+// them, =24's block sum and count (16 bytes).
 size_t rows_smem_bytes(bool dq, long x_chunks) { return lanes_smem_bytes(dq) + (size_t)x_chunks * kSwigluXChunkBytes + (x_chunks ? 16 : 0); }
 
 MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
@@ -1305,7 +1310,7 @@ eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsL
     if (rows_x_made(d) && lean != rows_lean_of(s, d))
         return eco_fail(ECO_ESTATE, "CUDA backend: %s needs the linear's nf4 on the pair sums (blocks of >= 64 columns, "
                         "steps of one chunk); this one has blocks of %d and steps of %d",
-                        d.rows_swiglu_x ? "ECO_CUDA_SWIGLU_ATOMIC" : "ECO_CUDA_NORM_X", d.blocksize, rs.u);
+                        rows_x_mode(d), d.blocksize, rs.u);
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, shape, rows_lean_of(s, d)), rs.warps * kWarp,
                                                      rows_smem_bytes(dq, rows_x_made(d) ? rs.warps * kSwigluXMaxChunks : 0)));
@@ -1322,7 +1327,7 @@ eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsL
     }
     if (rows_x_made(d) && sh.per > kSwigluXMaxChunks)
         return eco_fail(ECO_ESTATE, "CUDA backend: %s: the warps would take %ld chunks of x each (at most %d fit in shared memory)",
-                        d.rows_swiglu_x ? "ECO_CUDA_SWIGLU_ATOMIC" : "ECO_CUDA_NORM_X", sh.per, kSwigluXMaxChunks);
+                        rows_x_mode(d), sh.per, kSwigluXMaxChunks);
     *out = RowsLaunch{shape, groups, sh, filled};
     return ECO_OK;
 }
@@ -1418,12 +1423,6 @@ void resolve_qkv_atomic(State *s, int format)
     if (s->qkv_atomic == kQkvAtomicAuto) s->qkv_atomic = qkv_atomic_by_default(s, format) ? kQkvAtomicAttention : kQkvAtomicOff;
 }
 
-// SwiGLU made by down (session 41; the default since session 46, ECO_CUDA_SWIGLU_ATOMIC=0 turns it off): gate_up's
-// sums added atomically into zeroed memory like a residual, so no warp waits for a row group's last one (the H200 warp
-// trace of Qwen2.5-7B nf4 had gate_up's last warps end 4.8 us after their last deposit, the median 1.3), and down
-// makes its x = fp16(silu(gate) * up) from them once a warp (=23). Only where both are nf4 on the row-per-lane
-// decoder (a row per lane as residuals) and not tiled; off for this model otherwise. Side by side on four H100 units
-// (data/h200/README.md, sessions 41, 44, 45): Qwen2.5-7B nf4 x1.005-1.008, Llama-3.1-8B x1.018-1.029, 14B x1.009.
 // Whether a linear of `format`, rows x cols, plans on steps that make their x (=23 for swiglu, else =24): blocks that
 // take the pair sums and warps whose x fits shared memory. A refusal only turns a mode off: its message is no failure
 // of the engine's open, so none is left.
@@ -1443,6 +1442,12 @@ bool x_made_plans(State *s, int format, long rows, long cols, bool swiglu)
     return false;
 }
 
+// SwiGLU made by down (session 41; the default since session 46, ECO_CUDA_SWIGLU_ATOMIC=0 turns it off): gate_up's
+// sums added atomically into zeroed memory like a residual, so no warp waits for a row group's last one (the H200 warp
+// trace of Qwen2.5-7B nf4 had gate_up's last warps end 4.8 us after their last deposit, the median 1.3), and down
+// makes its x = fp16(silu(gate) * up) from them once a warp (=23). Only where both are nf4 on the row-per-lane
+// decoder (a row per lane as residuals) and not tiled; off for this model otherwise. Side by side on four H100 units
+// (data/h200/README.md, sessions 41, 44, 45): Qwen2.5-7B nf4 x1.005-1.008, Llama-3.1-8B x1.018-1.029, 14B x1.009.
 void resolve_swiglu_atomic(State *s, int format)
 {
     const eco_model_config &c = s->cfg;
@@ -1787,17 +1792,16 @@ eco_err enqueue_token(State *s)
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
         if (!s->norm_x && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
-        if (s->norm_x) { // the norm made by qkv (=24), the atomic qkv with RoPE in attention
-            MatvecOut o = plain(EP_ADD, s->qkv_raw);
-            o.norm_x = s->x;
-            o.norm_w = L.attn_norm;
-            if ((e = launch_matvec(s, L.qkv, NULL, o))) return e;
-        } else if (s->qkv_atomic) {
+        if (s->qkv_atomic) {
             // The sums as a residual add into zeroed memory (column slices and row groups split between warps add
             // atomically, nothing waits for a group's last warp); bias, RoPE and the KV write in attention, or apart.
             MatvecOut o = plain(EP_ADD, s->qkv_raw);
             o.x_quantized = quantize_in_norm;
-            if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
+            if (s->norm_x) { // the norm made by qkv (=24; the mode implies RoPE in attention)
+                o.norm_x = s->x;
+                o.norm_w = L.attn_norm;
+            }
+            if ((e = launch_matvec(s, L.qkv, s->norm_x ? NULL : s->xn, o))) return e;
             if (s->qkv_atomic == kQkvAtomicApart && (e = launch_rope_kv(s, L, true))) return e;
         } else if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);

@@ -611,7 +611,8 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
     // Lean: step f (a multiple of U) lies in the absmax block of the step before it
     auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
-    // this warp's chunks [f0, f1): even shares under =23 (its loop spilled 8 bytes on filled ones; the host fills none)
+    // this warp's chunks [f0, f1): even shares under =23 and =24 (=23's loop spilled 8 bytes on filled ones; the host
+    // fills none)
     const int share = kXMade ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
     const int f0 = kXMade ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
               f1 = min(total, f0 + share);
@@ -624,10 +625,10 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
-    // =24: the block's sum of the residual's squares and its warps that added to it, after the warps' x (dynamic shared
-    // memory: static shared memory would move nf4-dq's table off its fixed window offset)
-    [[maybe_unused]] float *norm_sum = reinterpret_cast<float *>(nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0) +
-                                                                 (size_t)Warps * p.chunks_per_warp * kSwigluXChunkBytes);
+    // =23's and =24's x after the table: each warp's chunks, then =24's block sum of the residual's squares and its warps
+    // that added to it (dynamic shared memory: static shared memory would move nf4-dq's table off its fixed window offset)
+    [[maybe_unused]] unsigned char *x_made = nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0);
+    [[maybe_unused]] float *norm_sum = reinterpret_cast<float *>(x_made + (size_t)Warps * p.chunks_per_warp * kSwigluXChunkBytes);
     [[maybe_unused]] int *norm_in = reinterpret_cast<int *>(norm_sum + 1);
     if constexpr (kNormX)
         if (threadIdx.x == 0) {
@@ -652,8 +653,7 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
         // done); =24's gate_up: the qkv sums attention has read (the mlp norm kernel's job before)
         float4 *zero4 = reinterpret_cast<float4 *>(p.zero);
         for (int i = warp_id * kWarp + lane; i < p.zero_n / 4; i += gridDim.x * Warps * kWarp) zero4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-        __half *xs = reinterpret_cast<__half *>(nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0)) +
-                     (size_t)warp * p.chunks_per_warp * (kSwigluXChunkBytes / sizeof(__half));
+        __half *xs = reinterpret_cast<__half *>(x_made) + (size_t)warp * p.chunks_per_warp * (kSwigluXChunkBytes / sizeof(__half));
         if (f0 < f1) {
             if constexpr (kNormX) { // the block's sum complete (every warp adds its part right after the wait)
                 while (*(volatile int *)norm_in < Warps) {
