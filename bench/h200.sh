@@ -5,7 +5,7 @@
 # applied), then `eco measure` on as many of the given models as the time left allows. Binaries come
 # prebuilt in .device/bin with their libraries in .device/lib.
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
-#   STAGES: comma list of test,engine,prev,ab,profile,variants,sbs,matvec,dims,sass,measure (default
+#   STAGES: comma list of test,testenv,engine,prev,ab,profile,variants,sbs,matvec,dims,sass,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
 #   engine: bench_engine on ENGINE_MODELS x ENGINE_PRECS (default: Qwen2.5 0.5B-14B and Llama-3.1-8B, every precision).
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, in the same call as engine.
@@ -53,6 +53,17 @@ if has test; then
         if [ -x .device/bin-prev/eco ]; then log "CUDA backend disagrees with the CPU reference: measuring with the previous, tested build"; cp .device/bin-prev/eco $B/eco
         else log "CUDA backend disagrees with the CPU reference: no measurements"; STAGES=${STAGES//measure/}; fi
     fi
+fi
+if has testenv; then
+    # The suite again with TESTENV (";"-separated assignments) exported, one run per TESTENV_FILTERS glob (space
+    # separated, default every test): a mode's coverage as the default before it becomes one. A test that sets and
+    # unsets the mode's variable itself ends its reach, so such a test is left out by the filters.
+    for f in ${TESTENV_FILTERS:-*}; do
+        log "test_cuda_backend with ${TESTENV:?TESTENV}: $f"
+        (IFS=';'; for a in $TESTENV; do export "$a"; done; unset IFS; export ECO_TEST_FILTER="$f"
+         timed $(upto ${TEST_TIMEOUT:-240}) $B/test_cuda_backend) > "$W/test_cuda_backend_env_$(echo "$f" | tr -c 'A-Za-z0-9_\n' _).txt" 2>&1
+        log "rc=$?"; grep -E "PASSED|FAILED|worst" "$W/test_cuda_backend_env_$(echo "$f" | tr -c 'A-Za-z0-9_\n' _).txt" | tail -4
+    done
 fi
 if has engine; then
     log "bench_engine"
