@@ -295,6 +295,33 @@ static int swiglu_by_down(const eco_model_config *c, eco_precision p)
     return on;
 }
 
+/* A Qwen2.5-32B shape: down (5120 x 27648) takes 16.4 chunks of x a warp at two 16-warp blocks an SM on 132 SMs, under
+ * the 24 that fit; at one block an SM it would take 32.7 and SwiGLU would stay in gate_up. */
+static eco_model_config qwen32b_shape(void)
+{
+    eco_model_config c = *eco_preset_find("Qwen2.5-14B");
+    snprintf(c.name, sizeof c.name, "qwen2.5-32b-shape");
+    c.intermediate = 27648;
+    c.layers = 64;
+    return c;
+}
+
+/* The rule's answer in this process before any engine was opened (main), -1 without a device: session 47 found the
+ * rules planned with the occupancy of kernels not yet allowed their shared memory (one block an SM) until an engine's
+ * creation had allowed it, so a process's first answer could differ from its later ones. */
+static int g_first_swiglu_rule = -1;
+
+static void test_rules_independent_of_process_history(void **state)
+{
+    (void)state;
+    if (!have_device()) skip();
+    eco_model_config c = qwen32b_shape();
+    assert_int_equal(g_first_swiglu_rule, 1);
+    assert_int_equal(swiglu_by_down(&c, ECO_PREC_NF4), 1);
+    compare_config(medium(), ECO_PREC_NF4, 0.9999); /* an engine opened and closed between: the same answer */
+    assert_int_equal(swiglu_by_down(&c, ECO_PREC_NF4), 1);
+}
+
 /* gate_up summed by atomics into zeroed memory and SwiGLU made by down from the sums (=23), which zeroes the next
  * layer's: nf4 and nf4-dq a row per lane, two layers (two buffers) and three (the odd count's third buffer), with and
  * without the atomic qkv; a buffer left unzeroed shows from the 2nd token, a wrong x at once */
@@ -1437,7 +1464,12 @@ int main(void)
         cmocka_unit_test(test_reference_stack_mode_same_numbers),
         cmocka_unit_test(test_generate_on_device_same_tokens),
         cmocka_unit_test(test_attention_long_context_and_window),
+        cmocka_unit_test(test_rules_independent_of_process_history),
     };
+    if (have_device()) { /* before anything else here touches the device */
+        eco_model_config c = qwen32b_shape();
+        if (eco_cuda_swiglu_by_down(&c, ECO_PREC_NF4, 64, &g_first_swiglu_rule) != ECO_OK) g_first_swiglu_rule = -2;
+    }
     /* one test or a glob of their names, for device sessions; one that names none fails rather than passing 0 tests.
      * cmocka matches * and ? only: a bracket that fnmatch took ran nothing on a GPU (session 29), so it is refused */
     const char *only = getenv("ECO_TEST_FILTER");

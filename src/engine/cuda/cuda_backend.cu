@@ -1473,6 +1473,20 @@ void resolve_norm_x(State *s, int format)
                 x_made_plans(s, format, qkv_rows, hidden, false) && x_made_plans(s, format, 2 * (long)c.intermediate, hidden, false);
 }
 
+// The per-model modes for `format`, as engine creation and the rule queries both resolve them. The decoders' large
+// shared memory is allowed first: x_made_plans plans with the occupancy, which reads one block an SM for a kernel not
+// yet allowed its shared memory. Before session 47 the engine resolved first, so a process's first engine and every
+// rule query planned with half the warps: ECO_CUDA_NORM_X came out off there and on in a later engine.
+eco_err resolve_modes(State *s, int format)
+{
+    eco_err e = allow_large_shared_memory();
+    if (e) return e;
+    resolve_qkv_atomic(s, format);
+    resolve_swiglu_atomic(s, format);
+    resolve_norm_x(s, format);
+    return ECO_OK;
+}
+
 // Its buffers of gate_up sums: two taking turns by layer, a third for an odd count's last layer (down(l) zeroes layer
 // l + 1's, mod layers).
 int swiglu_buffers(const State *s) { return s->cfg.layers % 2 ? 3 : 2; }
@@ -1926,9 +1940,7 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     s->sm_count = prop.multiProcessorCount;
     if ((e = attention_splits(s->sm_count, c->heads, &s->attn_splits, &s->attn_min_positions))) return e;
     if ((e = nf4_grid_env(s))) return e;
-    resolve_qkv_atomic(s, p);
-    resolve_swiglu_atomic(s, p);
-    resolve_norm_x(s, p);
+    if ((e = resolve_modes(s, p))) return e;
     CK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     if ((e = upload_nf4_tables())) return e;
     if ((e = rows_trace_open(s))) return e;
@@ -2464,9 +2476,10 @@ static eco_err device_rules_state(const eco_model_config *c, eco_precision preci
     if (e) return e;
     s->opt.quant.nf4_blocksize = nf4_blocksize;
     s->sm_count = prop.multiProcessorCount;
-    resolve_qkv_atomic(s, precision);
-    resolve_swiglu_atomic(s, precision);
-    resolve_norm_x(s, precision);
+    if ((e = resolve_modes(s, precision))) {
+        free_rules_state(s);
+        return e;
+    }
     *out = s;
     return ECO_OK;
 }
