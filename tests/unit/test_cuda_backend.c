@@ -393,50 +393,6 @@ static void test_swiglu_atomic_matches_cpu_reference(void **state)
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
 }
 
-/* ECO_CUDA_NORM_X=1 (=24): the layer's two RMSNorm kernels dropped, qkv and gate_up making their normed x from the
- * residual (each block summing its squares, the zeroing of the qkv sums moved into gate_up): nf4 and nf4-dq a row per
- * lane, two and three layers, Qwen2's bias; a wrong sum, a warp starting before its block's sum or sums left unzeroed
- * show in the logits from the first or second token */
-static void test_norm_by_matvec_matches_cpu_reference(void **state)
-{
-    (void)state;
-    if (!have_device() || !eco_cuda_norm_by_matvec) skip();
-    setenv("ECO_CUDA_NORM_X", "1", 1);
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    int on = -1;
-    eco_model_config med = medium();
-    assert_int_equal(eco_cuda_norm_by_matvec(&med, ECO_PREC_NF4, 64, &on), ECO_OK);
-    assert_int_equal(on, 1);
-    eco_model_config three = medium();
-    three.layers = 3;
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    compare_config(three, ECO_PREC_NF4, 0.9999);
-    compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    compare(ECO_FAMILY_QWEN2, ECO_PREC_NF4, 0.9999);
-    setenv("ECO_CUDA_NF4_BLOCKS", "3", 1); /* several row groups a warp, blocks sharing nothing */
-    compare_config(medium(), ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_NF4_BLOCKS");
-    unsetenv("ECO_CUDA_NF4");
-    /* the default decoders' rule: the H200 dataset's big models, not off nf4 or without SwiGLU made by down */
-    const char *big[] = {"Qwen2.5-7B", "Llama-3.1-8B", "Qwen2.5-14B"};
-    for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(eco_cuda_norm_by_matvec(eco_preset_find(big[i]), ECO_PREC_NF4, 64, &on), ECO_OK);
-        assert_int_equal(on, 1);
-        assert_int_equal(eco_cuda_norm_by_matvec(eco_preset_find(big[i]), ECO_PREC_FP16, 64, &on), ECO_OK);
-        assert_int_equal(on, 0);
-    }
-    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
-    assert_int_equal(eco_cuda_norm_by_matvec(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, 64, &on), ECO_OK);
-    assert_int_equal(on, 0);
-    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
-    eco_model_config wide2 = wide();
-    wide2.layers = 2;
-    compare_config(wide2, ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_NORM_X");
-    assert_int_equal(eco_cuda_norm_by_matvec(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, 64, &on), ECO_OK);
-    assert_int_equal(on, 0); /* off unless asked */
-}
-
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
@@ -780,7 +736,7 @@ static void test_design_fits_the_energy_schema(void **state)
                                 {"ECO_CUDA_ATTN_SPLITS", "64"}, {"ECO_CUDA_ATTN_MIN", "1048576"}, {"ECO_CUDA_L2_PREFETCH_MB", "64"},
                                 {"ECO_CUDA_MATVEC", "8,4,16"}, {"ECO_CUDA_NF4_ROWS_SHAPE", "16,1,2"}, {"ECO_CUDA_SWIGLU_ADJACENT", "1"},
                                 {"ECO_CUDA_QKV_ATOMIC", "1"}, {"ECO_CUDA_NF4_ROWS_SMALL", "8,2,3,4096"}, {"ECO_CUDA_MMA_ROLES", "qkv,o,gate_up,down"},
-                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}, {"ECO_CUDA_NORM_X", "1"}};
+                                {"ECO_CUDA_NF4_ROWS_LEAN", "16"}, {"ECO_CUDA_NF4_FILL", "qkv,o,gate_up:4096"}, {"ECO_CUDA_SWIGLU_ATOMIC", "1"}};
     char design[2048];
     for (size_t n = 0; n <= sizeof longest / sizeof longest[0]; n++) {
         if (n) setenv(longest[n - 1][0], longest[n - 1][1], 1);
@@ -798,11 +754,6 @@ static void test_design_fits_the_energy_schema(void **state)
     for (size_t n = 0; n < sizeof longest / sizeof longest[0]; n++) unsetenv(longest[n][0]);
     eco_cuda_design(design, sizeof design); /* SwiGLU made by down is the default (session 46); 0 turns it off */
     assert_non_null(strstr(design, "SwiGLU made by down"));
-    assert_null(strstr(design, "RMSNorms made by them"));
-    setenv("ECO_CUDA_NORM_X", "1", 1);
-    eco_cuda_design(design, sizeof design);
-    assert_non_null(strstr(design, "their RMSNorms made by them"));
-    unsetenv("ECO_CUDA_NORM_X");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
     eco_cuda_design(design, sizeof design);
     assert_null(strstr(design, "SwiGLU made by down"));
@@ -861,10 +812,6 @@ static void test_qkv_summing_rule(void **state)
     unsetenv("ECO_CUDA_QKV_ATOMIC");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "yes", 1);
     assert_qkv_summing_refused("ECO_CUDA_SWIGLU_ATOMIC");
-    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
-    setenv("ECO_CUDA_NORM_X", "2", 1);
-    assert_qkv_summing_refused("ECO_CUDA_NORM_X");
-    unsetenv("ECO_CUDA_NORM_X");
     setenv("ECO_CUDA_SWIGLU_ATOMIC", "1", 1);
     assert_int_equal(qkv_summing("Qwen2.5-7B", ECO_PREC_NF4), 1);
     /* whether down makes the SwiGLU needs the device (its warps), and nf4 blocks in whole chunks */
@@ -878,7 +825,7 @@ static void test_qkv_summing_rule(void **state)
      * other that names no steps) are refused, so a recorded A/B's setting never silently runs the default */
     const char *removed_steps[] = {"2", "3", "4", "6", "7", "8", "10", "11", "12", "13", "14", "15", "17", "18", "19", "20", "-1", "", "99999999999", "2 ",
                                    "23" /* down's steps under ECO_CUDA_SWIGLU_ATOMIC, chosen per linear */,
-                                   "24" /* qkv's and gate_up's under ECO_CUDA_NORM_X, likewise */};
+                                   "24" /* session 46's qkv and gate_up making their RMSNorm, removed in session 47 */};
     for (size_t i = 0; i < sizeof removed_steps / sizeof removed_steps[0]; i++) {
         setenv("ECO_CUDA_NF4_ROWS_LEAN", removed_steps[i], 1);
         assert_qkv_summing_refused("ECO_CUDA_NF4_ROWS_LEAN");
@@ -1457,7 +1404,6 @@ int main(void)
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_swiglu_atomic_matches_cpu_reference),
-        cmocka_unit_test(test_norm_by_matvec_matches_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
         cmocka_unit_test(test_nf4_rows_warp_trace),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),

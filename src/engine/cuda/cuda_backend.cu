@@ -84,7 +84,6 @@ struct Design {
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
     int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1 or unset: gate_up summed by atomic adds, SwiGLU made by down where it applies (0: off); -1: did not parse
-    int norm_x;            // ECO_CUDA_NORM_X=1: the layer's two RMSNorms made by qkv and gate_up where it applies (0, unset: off); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -228,8 +227,6 @@ Design requested_design(void)
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
     const char *sa = getenv("ECO_CUDA_SWIGLU_ATOMIC");
     d.swiglu_atomic = !sa || !strcmp(sa, "1") ? 1 : !strcmp(sa, "0") ? 0 : -1;
-    const char *nx = getenv("ECO_CUDA_NORM_X");
-    d.norm_x = !nx || !strcmp(nx, "0") ? 0 : !strcmp(nx, "1") ? 1 : -1;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -239,8 +236,8 @@ Design requested_design(void)
     const char *lean = getenv("ECO_CUDA_NF4_ROWS_LEAN");
     d.nf4_rows_lean = kNf4RowsLeanDefault;
     if (lean && (!parse_int_in(lean, 0, INT_MAX, &d.nf4_rows_lean) || nf4_rows_steps_index(d.nf4_rows_lean) < 0 ||
-                 kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x || kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].norm_x))
-        d.nf4_rows_lean = -1; // (23 and 24 are chosen per linear)
+                 kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].swiglu_x))
+        d.nf4_rows_lean = -1;
     d.nf4_rows_trace = getenv("ECO_CUDA_NF4_ROWS_TRACE");
     if (d.nf4_rows_trace && !*d.nf4_rows_trace) d.nf4_rows_trace = NULL;
     const char *ring = getenv("ECO_CUDA_NF4_ROWS_TRACE_RECORDS");
@@ -343,7 +340,6 @@ struct State {
     float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
     bool swiglu_atomic; /* gate_up summed into swiglu_sums by atomic adds, down making its x from them (=23); resolved per model */
     float *swiglu_sums; /* [swiglu_buffers()][2 intermediate]: layer l's in swiglu_buffer(l), zeroed by the down before it */
-    bool norm_x; /* qkv and gate_up make their x from the residual and its RMSNorm (=24), no norm kernels in a layer; resolved per model */
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -363,7 +359,6 @@ eco_err apply_design(State *s, const Design &d)
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
     if (d.swiglu_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_SWIGLU_ATOMIC=\"%s\": want 0 or 1", getenv("ECO_CUDA_SWIGLU_ATOMIC"));
-    if (d.norm_x < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NORM_X=\"%s\": want 0 or 1", getenv("ECO_CUDA_NORM_X"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -376,7 +371,7 @@ eco_err apply_design(State *s, const Design &d)
     if (d.nf4_rows_lean < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_ROWS_LEAN=\"%s\": want 0 (full steps), 1 (lean steps), 5 (lean scaled-table steps), 9 "
                         "(those two steps a loop), 16 (those with one sum for both, the default), 21 (16 with the first pair "
-                        "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15 and 17-20 were experiments, removed, "
+                        "told by a flag) or 22 (16 with a warp trace); 2-4, 6-8, 10-15, 17-20 and 24 were experiments, removed, "
                         "and 23 is down's under SwiGLU made by down (ECO_CUDA_SWIGLU_ATOMIC)",
                         getenv("ECO_CUDA_NF4_ROWS_LEAN"));
     bool traced = kNf4RowsSteps[nf4_rows_steps_index(d.nf4_rows_lean)].trace;
@@ -397,7 +392,6 @@ eco_err apply_design(State *s, const Design &d)
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
     s->swiglu_atomic = d.swiglu_atomic > 0 && d.fused;
-    s->norm_x = d.norm_x > 0 && d.fused;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -857,22 +851,11 @@ template <bool DQ> MatvecFn pick_lanes(int r, int min_blocks)
 
 size_t lanes_smem_bytes(bool dq) { return kNf4TableBytes + (dq ? kNf4DmapBytes : 0); }
 
-// The steps a linear on the row-per-lane decoder runs: =23 for down under SwiGLU made by down, =24 for qkv and gate_up
-// under ECO_CUDA_NORM_X, else the design's.
-int rows_lean_of(const State *s, const DeviceLinear &d)
-{
-    return d.rows_swiglu_x ? kNf4StepsSwigluX : d.rows_norm_x ? kNf4StepsNormX : s->nf4_rows_lean;
-}
+// The steps a linear on the row-per-lane decoder runs: =23 for down under ECO_CUDA_SWIGLU_ATOMIC, else the design's.
+int rows_lean_of(const State *s, const DeviceLinear &d) { return d.rows_swiglu_x ? kNf4StepsSwigluX : s->nf4_rows_lean; }
 
-// Whether the linear's steps make their x into shared memory (=23, =24).
-bool rows_x_made(const DeviceLinear &d) { return d.rows_swiglu_x || d.rows_norm_x; }
-
-// The setting that asked for those steps, for messages.
-const char *rows_x_mode(const DeviceLinear &d) { return d.rows_swiglu_x ? "ECO_CUDA_SWIGLU_ATOMIC" : "ECO_CUDA_NORM_X"; }
-
-// Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's or =24's x and, with
-// them, =24's block sum and count (16 bytes).
-size_t rows_smem_bytes(bool dq, long x_chunks) { return lanes_smem_bytes(dq) + (size_t)x_chunks * kSwigluXChunkBytes + (x_chunks ? 16 : 0); }
+// Its dynamic shared memory: the pair table (and nf4-dq's map), then x_chunks chunks of =23's x.
+size_t rows_smem_bytes(bool dq, long x_chunks) { return lanes_smem_bytes(dq) + (size_t)x_chunks * kSwigluXChunkBytes; }
 
 MatvecFn pick_matvec(int format, bool fp8_hw, bool nf4_lanes, int nf4_occ, int r, int u)
 {
@@ -1060,9 +1043,8 @@ struct MatvecOut {
     const float *bias;
     __half *k_cache, *v_cache;
     const float *swiglu_sums; // down under ECO_CUDA_SWIGLU_ATOMIC: its x from these gate_up sums (x unused) ...
-    float *zero;              // ... and the next layer's sums to zero (=24's gate_up: the qkv sums)
+    float *zero;              // ... and the next layer's sums to zero
     int zero_n;
-    const float *norm_x, *norm_w; // qkv and gate_up under ECO_CUDA_NORM_X: x from this residual and these norm weights
 };
 
 int elems_per_load(int format)
@@ -1138,7 +1120,7 @@ eco_err allow_large_shared_memory(void)
             for (int shape = 0; shape < (int)std::size(kNf4RowsShapes); shape++)
                 for (const RowsSteps &steps : kNf4RowsSteps) {
                     MatvecFn fn = pick_rows(dq, bs, shape, steps.lean);
-                    long x_chunks = steps.swiglu_x || steps.norm_x ? (long)kNf4RowsShapes[shape].warps * kSwigluXMaxChunks : 0;
+                    long x_chunks = steps.swiglu_x ? (long)kNf4RowsShapes[shape].warps * kSwigluXMaxChunks : 0;
                     CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rows_smem_bytes(dq, x_chunks)));
                     if (!dq) continue;
                     cudaFuncAttributes attr;
@@ -1307,27 +1289,26 @@ eco_err nf4_rows_launch_of(const State *s, const DeviceLinear &d, int map, RowsL
     bool dq = d.format == ECO_PREC_NF4_DQ;
     long groups = nf4_rows_groups(mapping_params(s, d, map), map, kNf4RowsR);
     int lean = nf4_rows_lean_for(rows_lean_of(s, d), d.blocksize, rs.u);
-    if (rows_x_made(d) && lean != rows_lean_of(s, d))
-        return eco_fail(ECO_ESTATE, "CUDA backend: %s needs the linear's nf4 on the pair sums (blocks of >= 64 columns, "
-                        "steps of one chunk); this one has blocks of %d and steps of %d",
-                        rows_x_mode(d), d.blocksize, rs.u);
+    if (d.rows_swiglu_x && lean != kNf4StepsSwigluX)
+        return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC needs down's nf4 on the pair sums (blocks of >= 64 columns, "
+                        "steps of one chunk); this one has blocks of %d and steps of %d", d.blocksize, rs.u);
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_rows(dq, d.blocksize, shape, rows_lean_of(s, d)), rs.warps * kWarp,
-                                                     rows_smem_bytes(dq, rows_x_made(d) ? rs.warps * kSwigluXMaxChunks : 0)));
+                                                     rows_smem_bytes(dq, d.rows_swiglu_x ? rs.warps * kSwigluXMaxChunks : 0)));
     long warps = (long)(s->nf4_max_blocks ? s->nf4_max_blocks : s->sm_count * (per_sm > 0 ? per_sm : 1)) * rs.warps;
     // the pair sums (kNf4StepsPairSums) take whole pairs of steps: each warp's share an even number
     long whole = kNf4RowsSteps[nf4_rows_steps_index(lean)].pair_sums ? 2 * rs.u : rs.u;
     RowsShare sh = nf4_rows_share(groups, d.cols / 32, warps, s->nf4_min_steps, rs.u, whole);
     bool filled = false;
-    if (residual_role & s->nf4_fill_roles && !rows_x_made(d)) { // =23's steps take even shares (nf4_fill_env)
+    if (residual_role & s->nf4_fill_roles && !d.rows_swiglu_x) { // =23's steps take even shares (nf4_fill_env)
         RowsShare f;
         long skewed;
         filled = nf4_rows_fill(groups, d.cols / 32, warps / rs.warps, rs.warps, (long)s->nf4_min_steps * rs.u, whole, s->nf4_fill_skew, &f, &skewed);
         if (filled) sh = f;
     }
-    if (rows_x_made(d) && sh.per > kSwigluXMaxChunks)
-        return eco_fail(ECO_ESTATE, "CUDA backend: %s: the warps would take %ld chunks of x each (at most %d fit in shared memory)",
-                        rows_x_mode(d), sh.per, kSwigluXMaxChunks);
+    if (d.rows_swiglu_x && sh.per > kSwigluXMaxChunks)
+        return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: down's warps would take %ld chunks of x each (at most %d fit "
+                        "in shared memory)", sh.per, kSwigluXMaxChunks);
     *out = RowsLaunch{shape, groups, sh, filled};
     return ECO_OK;
 }
@@ -1423,25 +1404,6 @@ void resolve_qkv_atomic(State *s, int format)
     if (s->qkv_atomic == kQkvAtomicAuto) s->qkv_atomic = qkv_atomic_by_default(s, format) ? kQkvAtomicAttention : kQkvAtomicOff;
 }
 
-// Whether a linear of `format`, rows x cols, plans on steps that make their x (=23 for swiglu, else =24): blocks that
-// take the pair sums and warps whose x fits shared memory. A refusal only turns a mode off: its message is no failure
-// of the engine's open, so none is left.
-bool x_made_plans(State *s, int format, long rows, long cols, bool swiglu)
-{
-    DeviceLinear d;
-    memset(&d, 0, sizeof d);
-    d.format = format;
-    d.rows = (int)rows;
-    d.cols = (int)cols;
-    d.blocksize = s->opt.quant.nf4_blocksize;
-    d.rows_swiglu_x = swiglu;
-    d.rows_norm_x = !swiglu;
-    RowsLaunch rl;
-    if (nf4_rows_launch_of(s, d, EP_STORE, &rl) == ECO_OK) return true;
-    eco_clear_error();
-    return false;
-}
-
 // SwiGLU made by down (session 41; the default since session 46, ECO_CUDA_SWIGLU_ATOMIC=0 turns it off): gate_up's
 // sums added atomically into zeroed memory like a residual, so no warp waits for a row group's last one (the H200 warp
 // trace of Qwen2.5-7B nf4 had gate_up's last warps end 4.8 us after their last deposit, the median 1.3), and down
@@ -1455,35 +1417,33 @@ void resolve_swiglu_atomic(State *s, int format)
     // (and two layers at least: a single layer's down would zero the sums it is reading, for the next token)
     s->swiglu_atomic = s->swiglu_atomic && c.layers >= 2 && !mma_format_ok(s, format, (int)hidden) && !mma_format_ok(s, format, (int)inter) &&
                        nf4_rows_takes(s, format, 2 * inter, hidden, true) && nf4_rows_takes(s, format, hidden, inter, true);
+    if (!s->swiglu_atomic) return;
     // and down's share of x fits its shared memory (kSwigluXMaxChunks: Qwen2.5-72B's would not on 132 SMs)
-    s->swiglu_atomic = s->swiglu_atomic && x_made_plans(s, format, hidden, inter, true);
-}
-
-// ECO_CUDA_NORM_X (experiment, session 46): the layer's two RMSNorm kernels dropped; qkv and gate_up make their x =
-// fp16(residual * (1/rms) * norm weight) once a warp (=24), each block summing the residual's squares as it starts
-// (its warps' chunks asked of L1 meanwhile), so a kernel boundary and the norm kernel's round trips leave the layer.
-// Where both are nf4 a row per lane and summed by atomics (the atomic qkv with RoPE in attention, SwiGLU made by down)
-// and their warps' x fits shared memory; off for this model otherwise.
-void resolve_norm_x(State *s, int format)
-{
-    const eco_model_config &c = s->cfg;
-    long hidden = c.hidden, qkv_rows = (long)(c.heads + 2 * c.kv_heads) * c.head_dim;
-    s->norm_x = s->norm_x && s->swiglu_atomic && s->qkv_atomic == kQkvAtomicAttention && hidden % 4 == 0 &&
-                !mma_format_ok(s, format, (int)hidden) && nf4_rows_takes(s, format, qkv_rows, hidden, true) &&
-                x_made_plans(s, format, qkv_rows, hidden, false) && x_made_plans(s, format, 2 * (long)c.intermediate, hidden, false);
+    DeviceLinear down;
+    memset(&down, 0, sizeof down);
+    down.format = format;
+    down.rows = (int)hidden;
+    down.cols = (int)inter;
+    down.blocksize = s->opt.quant.nf4_blocksize;
+    down.rows_swiglu_x = true;
+    RowsLaunch rl;
+    s->swiglu_atomic = nf4_rows_launch_of(s, down, EP_STORE, &rl) == ECO_OK;
+    // the probe's refusal (a share of x that does not fit, or blocks too small for =23's steps) only turns the mode
+    // off: its message is no failure of this open, so none is left
+    if (!s->swiglu_atomic) eco_clear_error();
 }
 
 // The per-model modes for `format`, as engine creation and the rule queries both resolve them. The decoders' large
-// shared memory is allowed first: x_made_plans plans with the occupancy, which reads one block an SM for a kernel not
-// yet allowed its shared memory. Before session 47 the engine resolved first, so a process's first engine and every
-// rule query planned with half the warps: ECO_CUDA_NORM_X came out off there and on in a later engine.
+// shared memory is allowed first: resolve_swiglu_atomic plans down with the occupancy, which reads one block an SM for a
+// kernel not yet allowed its shared memory. Before session 47 the engine resolved first, so a process's first engine
+// and every rule query planned with half the warps (ECO_CUDA_NORM_X, an experiment then, came out off there and on in a
+// later engine; SwiGLU made by down would have for a Qwen2.5-32B shape).
 eco_err resolve_modes(State *s, int format)
 {
     eco_err e = allow_large_shared_memory();
     if (e) return e;
     resolve_qkv_atomic(s, format);
     resolve_swiglu_atomic(s, format);
-    resolve_norm_x(s, format);
     return ECO_OK;
 }
 
@@ -1715,17 +1675,11 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         if (d.rows_swiglu_x != (out.swiglu_sums != NULL))
             return eco_fail(ECO_ESTATE, "CUDA backend: down planned %s gate_up's sums launched %s them", d.rows_swiglu_x ? "on" : "without",
                             out.swiglu_sums ? "on" : "without");
-        if (d.rows_norm_x != (out.norm_x != NULL))
-            return eco_fail(ECO_ESTATE, "CUDA backend: a linear planned %s its norm launched %s it", d.rows_norm_x ? "with" : "without",
-                            out.norm_x ? "with" : "without");
         p.swiglu_sums = out.swiglu_sums;
         p.zero = out.zero;
         p.zero_n = out.zero_n;
-        p.norm_x = out.norm_x;
-        p.norm_w = out.norm_w;
-        p.norm_eps = (float)c.rms_eps;
         return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, rows_lean_of(s, d)), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
-                      rows_smem_bytes(dq, rows_x_made(d) ? (long)rs.warps * d.rows_chunks_per_warp : 0), p);
+                      rows_smem_bytes(dq, d.rows_swiglu_x ? (long)rs.warps * d.rows_chunks_per_warp : 0), p);
     }
     if (lanes) { // blocks loop over work items: no more than fit at once, each filling its table once
         size_t smem = lanes_smem_bytes(d.format == ECO_PREC_NF4_DQ);
@@ -1805,17 +1759,13 @@ eco_err enqueue_token(State *s)
         return e;
     for (int l = 0; l < c.layers; l++) {
         Layer &L = s->layers[l];
-        if (!s->norm_x && (e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
+        if ((e = launch_norm(s, L.attn_norm, quantize_in_norm))) return e;
         if (s->qkv_atomic) {
             // The sums as a residual add into zeroed memory (column slices and row groups split between warps add
             // atomically, nothing waits for a group's last warp); bias, RoPE and the KV write in attention, or apart.
             MatvecOut o = plain(EP_ADD, s->qkv_raw);
             o.x_quantized = quantize_in_norm;
-            if (s->norm_x) { // the norm made by qkv (=24; the mode implies RoPE in attention)
-                o.norm_x = s->x;
-                o.norm_w = L.attn_norm;
-            }
-            if ((e = launch_matvec(s, L.qkv, s->norm_x ? NULL : s->xn, o))) return e;
+            if ((e = launch_matvec(s, L.qkv, s->xn, o))) return e;
             if (s->qkv_atomic == kQkvAtomicApart && (e = launch_rope_kv(s, L, true))) return e;
         } else if (s->fused) {
             MatvecOut o = plain(EP_ROPE_KV, s->qkv);
@@ -1833,18 +1783,11 @@ eco_err enqueue_token(State *s)
         bool rope_in_attention = s->qkv_atomic == kQkvAtomicAttention;
         if ((e = launch_attention(s, L, window, rope_in_attention))) return e;
         if ((e = launch_matvec(s, L.o, s->attn_out, plain(EP_ADD, s->x)))) return e;
-        if (!s->norm_x && (e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
+        if ((e = launch_norm(s, L.mlp_norm, quantize_in_norm, rope_in_attention ? s->qkv_raw : NULL))) return e;
         if (s->swiglu_atomic) {
             // the sums into zeroed memory; down makes SwiGLU from them and zeroes the next layer's
             float *sums = swiglu_buffer(s, l);
-            MatvecOut g = plain(EP_ADD, sums);
-            if (s->norm_x) { // the norm made by gate_up, which zeroes the qkv sums attention has read
-                g.norm_x = s->x;
-                g.norm_w = L.mlp_norm;
-                g.zero = s->qkv_raw;
-                g.zero_n = (c.heads + 2 * c.kv_heads) * c.head_dim;
-            }
-            if ((e = launch_matvec(s, L.gate_up, s->norm_x ? NULL : s->xn, g))) return e;
+            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, sums)))) return e;
             MatvecOut o = plain(EP_ADD, s->x);
             o.swiglu_sums = sums;
             o.zero = swiglu_buffer(s, (l + 1) % c.layers);
@@ -1951,22 +1894,17 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
     const eco_weight_kind o_kind = ECO_W_O, down_kind = ECO_W_DOWN;
     for (int l = 0; l < c->layers; l++) {
         Layer &L = s->layers[l];
-        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv))) return e;
-        L.qkv.d.rows_norm_x = s->norm_x;
-        if ((e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic ? kRoleQkv : 0u, may_tile_role(s, L.qkv, kRoleQkv))))
+        if ((e = load_linear(s, w, qkv, 3, l, p, &L.qkv)) || (e = arrange_linear(s, L.qkv, s->fused && !s->qkv_atomic ? EP_ROPE_KV : EP_STORE, s->qkv_atomic ? kRoleQkv : 0u, may_tile_role(s, L.qkv, kRoleQkv))))
             return e;
         if ((e = load_linear(s, w, &o_kind, 1, l, p, &L.o)) || (e = arrange_linear(s, L.o, EP_STORE, kRoleO, may_tile_role(s, L.o, kRoleO)))) return e;
-        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up))) return e;
-        L.gate_up.d.rows_norm_x = s->norm_x;
-        if ((e = arrange_linear(s, L.gate_up, s->fused && !s->swiglu_atomic ? EP_SWIGLU : EP_STORE, s->swiglu_atomic ? kRoleGateUp : 0u, may_tile_role(s, L.gate_up, kRoleGateUp))))
+        if ((e = load_linear(s, w, gate_up, 2, l, p, &L.gate_up)) ||
+            (e = arrange_linear(s, L.gate_up, s->fused && !s->swiglu_atomic ? EP_SWIGLU : EP_STORE, s->swiglu_atomic ? kRoleGateUp : 0u, may_tile_role(s, L.gate_up, kRoleGateUp))))
             return e;
         if ((e = load_linear(s, w, &down_kind, 1, l, p, &L.down))) return e;
         L.down.d.rows_swiglu_x = s->swiglu_atomic;
         if ((e = arrange_linear(s, L.down, EP_STORE, kRoleDown, may_tile_role(s, L.down, kRoleDown)))) return e;
         if (s->swiglu_atomic && !(L.gate_up.d.nf4_rows && L.down.d.nf4_rows))
             return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_SWIGLU_ATOMIC: layer %d's gate_up or down is not on the nf4 row decoder", l);
-        if (s->norm_x && !(L.qkv.d.nf4_rows && L.gate_up.d.nf4_rows))
-            return eco_fail(ECO_ESTATE, "CUDA backend: ECO_CUDA_NORM_X: layer %d's qkv or gate_up is not on the nf4 row decoder", l);
         if ((e = load_vector(s, w, ECO_W_ATTN_NORM, l, &L.attn_norm))) return e;
         if ((e = load_vector(s, w, ECO_W_MLP_NORM, l, &L.mlp_norm))) return e;
         if (c->qkv_bias) {
@@ -2463,9 +2401,7 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
     return ECO_OK;
 }
 
-// The per-model rules as an engine opened now would resolve them: on the device, whose warps decide what fits. Free
-// it with free_rules_state.
-static eco_err device_rules_state(const eco_model_config *c, eco_precision precision, int nf4_blocksize, State **out)
+eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
 {
     if ((precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && (nf4_blocksize < 32 || nf4_blocksize % 32))
         return eco_fail(ECO_EINVAL, "nf4 blocksize %d: want a multiple of 32", nf4_blocksize);
@@ -2476,33 +2412,9 @@ static eco_err device_rules_state(const eco_model_config *c, eco_precision preci
     if (e) return e;
     s->opt.quant.nf4_blocksize = nf4_blocksize;
     s->sm_count = prop.multiProcessorCount;
-    if ((e = resolve_modes(s, precision))) {
-        free_rules_state(s);
-        return e;
-    }
-    *out = s;
-    return ECO_OK;
-}
-
-// One mode's resolution (a bool of State) for model c, as device_rules_state resolves it.
-static eco_err device_rule(const eco_model_config *c, eco_precision precision, int nf4_blocksize, bool State::*mode, int *on)
-{
-    State *s;
-    eco_err e = device_rules_state(c, precision, nf4_blocksize, &s);
-    if (e) return e;
-    *on = s->*mode;
+    if (!(e = resolve_modes(s, precision))) *on = s->swiglu_atomic;
     free_rules_state(s);
-    return ECO_OK;
-}
-
-eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
-{
-    return device_rule(c, precision, nf4_blocksize, &State::swiglu_atomic, on);
-}
-
-eco_err eco_cuda_norm_by_matvec(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
-{
-    return device_rule(c, precision, nf4_blocksize, &State::norm_x, on);
+    return e;
 }
 
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
@@ -2695,7 +2607,7 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
@@ -2704,8 +2616,7 @@ void eco_cuda_design(char *buf, size_t cap)
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
                                                    : "",
-             d.swiglu_atomic > 0 && d.fused ? "; where nf4 gate_up and down go a row per lane: gate_up summed by atomics, SwiGLU made by down" : "",
-             d.norm_x > 0 && d.fused ? "; where nf4 qkv and gate_up go a row per lane and sum by atomics: their RMSNorms made by them" : "");
+             d.swiglu_atomic > 0 && d.fused ? "; where nf4 gate_up and down go a row per lane: gate_up summed by atomics, SwiGLU made by down" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

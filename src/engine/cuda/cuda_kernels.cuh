@@ -38,7 +38,6 @@ struct DeviceLinear {
     int rows_shape;             // and its shape (index into kNf4RowsShapes, cuda_nf4_rows.cuh)
     bool rows_filled;           // its shares filled (nf4_rows_fill): launched with a residual add only
     bool rows_swiglu_x;         // down under ECO_CUDA_SWIGLU_ATOMIC: its x made from gate_up's sums (kNf4StepsSwigluX)
-    bool rows_norm_x;           // qkv and gate_up under ECO_CUDA_NORM_X: x normed from the residual by the matvec (kNf4StepsNormX)
     bool pairs_adjacent;        // SwiGLU gate_up stored gate 0, up 0, gate 1, up 1, ... (interleave_pairs), not stacked
 };
 
@@ -138,8 +137,6 @@ struct MatvecParams {
                                  // (gate at column j, up at cols + j), not p.x
     float *zero;                 // and the sums of the next layer's gate_up, zeroed after the dependency wait
     int zero_n;
-    const float *norm_x, *norm_w; // nf4 rows, qkv and gate_up under ECO_CUDA_NORM_X: x = the fp32 residual and the RMSNorm's
-    float norm_eps;              // weights and epsilon (the norm made by the matvec, kNf4StepsNormX), not p.x
 };
 
 // The scale of a block of nf4 weights: its fp32 absmax, or for nf4-dq the absmax code's dynamic-map value times

@@ -311,26 +311,22 @@ struct RowsSteps {
     bool trace;         // pair sums: each warp records when it entered, was released, finished its stream and ended
     bool swiglu_x;      // pair sums: x is fp16(silu(gate) * up) of gate_up's atomic sums, made once a warp into shared
                         // memory (down under ECO_CUDA_SWIGLU_ATOMIC; chosen per linear, never by ECO_CUDA_NF4_ROWS_LEAN)
-    bool norm_x;        // pair sums: x is the RMSNorm of the residual, made once a warp into shared memory from the block's
-                        // sum of squares (qkv and gate_up under ECO_CUDA_NORM_X; chosen per linear)
 };
 constexpr int kNf4StepsScaled = 5, kNf4StepsScaled2 = 9, kNf4StepsPairSums = 16, kNf4StepsPairSumsFlag = 21,
-              kNf4StepsTraced = 22, kNf4StepsSwigluX = 23, kNf4StepsNormX = 24, kNf4RowsLeanDefault = kNf4StepsPairSums;
+              kNf4StepsTraced = 22, kNf4StepsSwigluX = 23, kNf4RowsLeanDefault = kNf4StepsPairSums;
 constexpr RowsSteps kNf4RowsSteps[] = {
-    {0, ", full steps", 0, false, false, false, false, false, false},
-    {1, ", lean steps", 0, false, false, false, false, false, false},
-    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false, false, false},
-    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false, false, false},
+    {0, ", full steps", 0, false, false, false, false, false},
+    {1, ", lean steps", 0, false, false, false, false, false},
+    {kNf4StepsScaled, ", lean scaled-table steps", kNf4ScaledShift, false, false, false, false, false},
+    {kNf4StepsScaled2, ", lean scaled-table steps, two steps a loop", kNf4ScaledShift, true, false, false, false, false},
     {kNf4StepsPairSums, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table)", kNf4PairSumsShift, true, true, false, false,
-     false, false},
+     false},
     {kNf4StepsPairSumsFlag, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), first pair by a flag",
-     kNf4PairSumsShift, true, true, true, false, false, false},
+     kNf4PairSumsShift, true, true, true, false, false},
     {kNf4StepsTraced, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), warps traced",
-     kNf4PairSumsShift, true, true, false, true, false, false},
+     kNf4PairSumsShift, true, true, false, true, false},
     {kNf4StepsSwigluX, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), x from gate_up's sums",
-     kNf4PairSumsShift, true, true, false, false, true, false},
-    {kNf4StepsNormX, ", lean steps two a loop, one sum for both where one block holds them (2^-5 table), x normed from the residual",
-     kNf4PairSumsShift, true, true, false, false, false, true}};
+     kNf4PairSumsShift, true, true, false, false, true}};
 
 // The entry of kNf4RowsSteps for `lean`, or -1 for a value that is none of them.
 constexpr int nf4_rows_steps_index(int lean)
@@ -349,91 +345,39 @@ template <int Lean> constexpr bool kRowsPairSums = kNf4RowsSteps[kRowsStepsAt<Le
 template <int Lean> constexpr bool kRowsFirstByFlag = kNf4RowsSteps[kRowsStepsAt<Lean>].first_by_flag;
 template <int Lean> constexpr bool kRowsTrace = kNf4RowsSteps[kRowsStepsAt<Lean>].trace;
 template <int Lean> constexpr bool kRowsSwigluX = kNf4RowsSteps[kRowsStepsAt<Lean>].swiglu_x;
-template <int Lean> constexpr bool kRowsNormX = kNf4RowsSteps[kRowsStepsAt<Lean>].norm_x;
 
 // =23's x: each warp's chunks of x (64 bytes each, in the warp's flat chunk order) in shared memory after the table,
 // at most this many a warp (for a model whose down would give a warp more, resolve_swiglu_atomic keeps the mode off,
 // and nf4_rows_plan refuses such a launch), so two 16-warp blocks still fit an SM beside their 64 KB tables.
 constexpr int kSwigluXMaxChunks = 24, kSwigluXChunkBytes = 64;
 
-// A warp's x for chunks [f0, f1) of the flat order (column chunk f % C) into xs in that order, once a warp, kBatch float4
-// pairs a lane in flight at a time: load(at, a, b) reads the two fp32 sources' float4 at `at`, make(a, b) gives the
-// four fp16 values.
-template <typename Load, typename Make>
-__device__ __forceinline__ void x_chunks_fill(int f0, int f1, int C, int lane, __half *xs, Load load, Make make)
-{
-    const int n4 = (f1 - f0) * 8; // float4 a chunk: 8
-    constexpr int kBatch = 2;
-    for (int i0 = 0; i0 < n4; i0 += kBatch * kWarp) {
-        float4 a[kBatch], b[kBatch];
-#pragma unroll
-        for (int k = 0; k < kBatch; k++) {
-            int i = i0 + k * kWarp + lane;
-            if (i < n4) load(((f0 + (i >> 3)) % C) * 8 + (i & 7), a[k], b[k]);
-        }
-#pragma unroll
-        for (int k = 0; k < kBatch; k++) {
-            int i = i0 + k * kWarp + lane;
-            if (i < n4) reinterpret_cast<uint2 *>(xs)[i] = make(a[k], b[k]);
-        }
-    }
-}
-
-__device__ __forceinline__ uint2 half4_bits(float a, float b, float c, float d)
-{
-    __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
-    return make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
-}
-
-// =23's x = fp16(silu(gate) * up), from gate_up's fp32 sums (gate at column j, up at cols + j).
+// x = fp16(silu(gate) * up) for chunks [f0, f1) of the flat order (column chunk f % C), from gate_up's fp32 sums
+// (gate at column j, up at cols + j), into xs in that order: once a warp, kBatch float4 pairs a lane in flight at a
+// time.
 __device__ __forceinline__ void swiglu_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, __half *xs)
 {
     const float4 *gate = reinterpret_cast<const float4 *>(p.swiglu_sums), *up = gate + p.cols / 4;
-    x_chunks_fill(
-        f0, f1, C, lane, xs, [&](int at, float4 &g, float4 &u) { g = __ldcg(gate + at), u = __ldcg(up + at); },
-        [](float4 g, float4 u) { return half4_bits(silu_times(g.x, u.x), silu_times(g.y, u.y), silu_times(g.z, u.z), silu_times(g.w, u.w)); });
-}
-
-// =24's x = fp16(x * r * w), the norm kernel's expression (rmsnorm), from the fp32 residual x, its 1/rms r and the
-// RMSNorm's weights w. Loads through L1, where norm_x_prefetch asked for them (after this kernel's dependency wait, as
-// the decoder's own x loads).
-__device__ __forceinline__ void norm_x_fill(const MatvecParams &p, int f0, int f1, int C, int lane, float r, __half *xs)
-{
-    const float4 *x = reinterpret_cast<const float4 *>(p.norm_x), *w = reinterpret_cast<const float4 *>(p.norm_w);
-    x_chunks_fill(
-        f0, f1, C, lane, xs, [&](int at, float4 &v, float4 &g) { v = __ldca(x + at), g = __ldca(w + at); },
-        [r](float4 v, float4 g) { return half4_bits(v.x * r * g.x, v.y * r * g.y, v.z * r * g.z, v.w * r * g.w); });
-}
-
-// =24: this warp's chunks of the residual and the norm's weights asked of L1 (prefetch.global.L1), so norm_x_fill,
-// which needs the block's sum first, finds them there.
-__device__ __forceinline__ void norm_x_prefetch(const MatvecParams &p, int f0, int f1, int C, int lane)
-{
-    const float4 *x = reinterpret_cast<const float4 *>(p.norm_x), *w = reinterpret_cast<const float4 *>(p.norm_w);
-    for (int i = lane; i < (f1 - f0) * 8; i += kWarp) {
-        int at = ((f0 + (i >> 3)) % C) * 8 + (i & 7);
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(x + at));
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(w + at));
-    }
-}
-
-// =24: this warp's part of the residual's sum of squares (the block's warps take turns over it), added to the block's
-// sum in shared memory, then counted.
-template <int Warps>
-__device__ __forceinline__ void norm_sum_part(const MatvecParams &p, int warp, int lane, float *block_sum, int *block_in)
-{
-    const float4 *x = reinterpret_cast<const float4 *>(p.norm_x);
-    float s = 0.f;
-    for (int i = warp * kWarp + lane; i < p.cols / 4; i += Warps * kWarp) {
-        float4 v = __ldcg(x + i);
-        s += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-    }
+    const int n4 = (f1 - f0) * 8; // float4 a chunk: 8
+    constexpr int kBatch = 2;
+    for (int i0 = 0; i0 < n4; i0 += kBatch * kWarp) {
+        float4 g[kBatch], u[kBatch];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) {
-        atomicAdd(block_sum, s);
-        __threadfence_block();
-        atomicAdd(block_in, 1);
+        for (int k = 0; k < kBatch; k++) {
+            int i = i0 + k * kWarp + lane;
+            if (i < n4) {
+                int at = ((f0 + (i >> 3)) % C) * 8 + (i & 7);
+                g[k] = __ldcg(gate + at);
+                u[k] = __ldcg(up + at);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; k++) {
+            int i = i0 + k * kWarp + lane;
+            if (i >= n4) continue;
+            __half2 lo = __floats2half2_rn(silu_times(g[k].x, u[k].x), silu_times(g[k].y, u[k].y));
+            __half2 hi = __floats2half2_rn(silu_times(g[k].z, u[k].z), silu_times(g[k].w, u[k].w));
+            reinterpret_cast<uint2 *>(xs)[i] = make_uint2(*reinterpret_cast<unsigned *>(&lo), *reinterpret_cast<unsigned *>(&hi));
+        }
     }
 }
 
@@ -596,8 +540,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr bool kScaled = kShift > 0, kTwoSteps = kRowsTwoSteps<Lean>, kPairSums = kRowsPairSums<Lean> && U == 1;
     constexpr bool kTrace = kRowsTrace<Lean> && kPairSums; // steps of several chunks run =9 (nf4_rows_lean_for): untraced
     constexpr bool kSwigluX = kRowsSwigluX<Lean> && kPairSums; // (the engine runs =23 only where the pair sums take it)
-    constexpr bool kNormX = kRowsNormX<Lean> && kPairSums;     // (and =24 likewise)
-    constexpr bool kXMade = kSwigluX || kNormX;                // x made once a warp into shared memory
     static_assert(AmEvery <= U && U <= kNf4RowsU && kNf4RowsU % U == 0, "steps of whole absmax blocks within the layout's column unit");
     [[maybe_unused]] unsigned long long trace_ns0 = 0;
     [[maybe_unused]] long long trace_clk0 = 0, trace_released = 0, trace_streamed = 0;
@@ -611,10 +553,9 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
     // Lean: step f (a multiple of U) lies in the absmax block of the step before it
     auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
-    // this warp's chunks [f0, f1): even shares under =23 and =24 (=23's loop spilled 8 bytes on filled ones; the host
-    // fills none)
-    const int share = kXMade ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
-    const int f0 = kXMade ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
+    // this warp's chunks [f0, f1): even shares under =23 (its loop spilled 8 bytes on filled ones; the host fills none)
+    const int share = kSwigluX ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
+    const int f0 = kSwigluX ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
               f1 = min(total, f0 + share);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
@@ -625,16 +566,6 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
     fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
-    // =23's and =24's x after the table: each warp's chunks, then =24's block sum of the residual's squares and its warps
-    // that added to it (dynamic shared memory: static shared memory would move nf4-dq's table off its fixed window offset)
-    [[maybe_unused]] unsigned char *x_made = nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0);
-    [[maybe_unused]] float *norm_sum = reinterpret_cast<float *>(x_made + (size_t)Warps * p.chunks_per_warp * kSwigluXChunkBytes);
-    [[maybe_unused]] int *norm_in = reinterpret_cast<int *>(norm_sum + 1);
-    if constexpr (kNormX)
-        if (threadIdx.x == 0) {
-            *norm_sum = 0.f;
-            *norm_in = 0;
-        }
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if constexpr (kPairSums) { // the second step of the first pair: its weights (its scales are the first step's)
         if (preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
@@ -644,26 +575,13 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
     __syncthreads();
     grid_dependency_wait();
     [[maybe_unused]] const uint4 *xs4 = nullptr;
-    if constexpr (kXMade) {
-        if constexpr (kNormX) {
-            if (f0 < f1) norm_x_prefetch(p, f0, f1, C, lane);
-            norm_sum_part<Warps>(p, warp, lane, norm_sum, norm_in);
-        }
-        // =23: the next layer's gate_up sums (its down read them two layers ago and its gate_up adds after this grid is
-        // done); =24's gate_up: the qkv sums attention has read (the mlp norm kernel's job before)
+    if constexpr (kSwigluX) {
+        // the next layer's gate_up sums: its down read them two layers ago and its gate_up adds after this grid is done
         float4 *zero4 = reinterpret_cast<float4 *>(p.zero);
         for (int i = warp_id * kWarp + lane; i < p.zero_n / 4; i += gridDim.x * Warps * kWarp) zero4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-        __half *xs = reinterpret_cast<__half *>(x_made) + (size_t)warp * p.chunks_per_warp * (kSwigluXChunkBytes / sizeof(__half));
-        if (f0 < f1) {
-            if constexpr (kNormX) { // the block's sum complete (every warp adds its part right after the wait)
-                while (*(volatile int *)norm_in < Warps) {
-                }
-                __threadfence_block(); // the sum after the count (the adders fenced between them)
-                norm_x_fill(p, f0, f1, C, lane, rsqrtf(*(volatile float *)norm_sum / (float)p.cols + p.norm_eps), xs);
-            } else {
-                swiglu_x_fill(p, f0, f1, C, lane, xs);
-            }
-        }
+        __half *xs = reinterpret_cast<__half *>(nf4_smem + kNf4TableBytes + (DoubleQuant ? kNf4DmapBytes : 0)) +
+                     (size_t)warp * p.chunks_per_warp * (kSwigluXChunkBytes / sizeof(__half));
+        if (f0 < f1) swiglu_x_fill(p, f0, f1, C, lane, xs);
         __syncwarp();
         xs4 = reinterpret_cast<const uint4 *>(xs);
     }
@@ -736,12 +654,12 @@ __global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const Ma
                 for (int k = 0; k < 4; k++) h[r][k] = __float2half2_rn(0.f);
             uint4 xh[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = kXMade ? xs4[(f - f0) * 4 + i] : __ldca(x + (size_t)c * 4 + i);
+            for (int i = 0; i < 4; i++) xh[i] = kSwigluX ? xs4[(f - f0) * 4 + i] : __ldca(x + (size_t)c * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) add32_nf4_pairs<kFixedTable>(cur.w[0][r], xh, nf4_smem, lane4, h[r]);
             if (f + 2 < f1) rows_load_after<DoubleQuant, R, 1, 1>(p, f + 2, lane, g, c + 1, C, rowB, cur);
 #pragma unroll
-            for (int i = 0; i < 4; i++) xh[i] = kXMade ? xs4[(f + 1 - f0) * 4 + i] : __ldca(x + (size_t)(c + 1) * 4 + i);
+            for (int i = 0; i < 4; i++) xh[i] = kSwigluX ? xs4[(f + 1 - f0) * 4 + i] : __ldca(x + (size_t)(c + 1) * 4 + i);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 add32_nf4_pairs<kFixedTable>(next.w[0][r], xh, nf4_smem, lane4, h[r]);
