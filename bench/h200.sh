@@ -34,6 +34,7 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 pack() { tar -C "$W" -czf "$OUT/results.tgz" . ; }
 trap pack EXIT
 log() { echo "[$SECONDS s] $*" | tee -a "$W/session.log"; }
+vslug() { echo "${1//[^A-Za-z0-9_.,=-]/_}"; } # a variant or test glob as part of a file name
 
 nvidia-smi --query-gpu=name,driver_version,power.limit,power.default_limit,clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,persistence_mode,temperature.gpu,pstate --format=csv > "$W/gpu.csv" 2>&1
 cat "$W/gpu.csv"
@@ -60,9 +61,10 @@ if has testenv; then
     # unsets the mode's variable itself ends its reach, so such a test is left out by the filters.
     for f in ${TESTENV_FILTERS:-*}; do
         log "test_cuda_backend with ${TESTENV:?TESTENV}: $f"
+        out="$W/test_cuda_backend_env_$(vslug "$f").txt"
         (IFS=';'; for a in $TESTENV; do export "$a"; done; unset IFS; export ECO_TEST_FILTER="$f"
-         timed $(upto ${TEST_TIMEOUT:-240}) $B/test_cuda_backend) > "$W/test_cuda_backend_env_$(echo "$f" | tr -c 'A-Za-z0-9_\n' _).txt" 2>&1
-        log "rc=$?"; grep -E "PASSED|FAILED|worst" "$W/test_cuda_backend_env_$(echo "$f" | tr -c 'A-Za-z0-9_\n' _).txt" | tail -4
+         timed $(upto ${TEST_TIMEOUT:-240}) $B/test_cuda_backend) > "$out" 2>&1
+        log "rc=$?"; grep -E "PASSED|FAILED|worst" "$out" | tail -4
     done
 fi
 if has engine; then
@@ -87,7 +89,6 @@ if has ab; then
     timed 70 $B/bench_engine --reference-stack --models Qwen2.5-7B --precisions fp16,int8-mixed,nf4 > "$W/bench_engine_reference_stack.txt" 2>&1
     grep Qwen "$W/bench_engine_reference_stack.txt"
 fi
-vslug() { echo "${1//[^A-Za-z0-9_.,=-]/_}"; }
 if has profile; then
     IFS=';' read -ra vs <<< "${PROFILE_VARIANTS:-${VARIANTS:--;ECO_CUDA_MATVEC=16,2,8}}"
     for v in "${vs[@]}"; do

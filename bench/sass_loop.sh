@@ -58,7 +58,7 @@ for l in "${leans[@]}"; do
                     to = hex(substr(text[i], RSTART)); if (to >= addr[i]) continue
                     lds = 0; for (j = 1; j <= i; j++) if (addr[j] >= to && opc[j] == "LDS") lds++
                     # the innermost loop holding the lookups: most LDS, then the shortest (an outer loop around it
-                    # may hold a few more, e.g. the wait of =24 for the norm of its block)
+                    # may hold a few more, e.g. session 46's =24, removed, whose wait for its block's norm sum did)
                     size = addr[i] - to
                     if (lds > best + 4 || (lds >= best - 4 && best && size < bsize)) {best = lds; head = to; bsize = size}
                 }

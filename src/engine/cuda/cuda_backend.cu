@@ -777,8 +777,6 @@ eco_err load_half_table(State *s, eco_weights *w, eco_weight_kind k, __half **ou
     return e;
 }
 
-eco_err allow_large_shared_memory(void);
-
 // The nf4 codebook for the decoders: fp32 codes, the byte-pair table of fp16 codes, and nf4-dq's dynamic map.
 eco_err upload_nf4_tables(void)
 {
@@ -788,8 +786,7 @@ eco_err upload_nf4_tables(void)
     CK(cudaMemcpyToSymbol(c_nf4, eco_nf4_codebook, sizeof(float) * 16));
     CK(cudaMemcpyToSymbol(g_nf4_pairs, pairs, sizeof pairs));
     CK(cudaMemcpyToSymbol(c_dynamic_map, eco_dynamic_map8(), sizeof(float) * 256));
-    eco_err e = uploads_landed();
-    return e ? e : allow_large_shared_memory();
+    return uploads_landed();
 }
 
 // ---- Launching ----
@@ -1099,8 +1096,8 @@ size_t mma_smem_bytes(int format)
     return format == ECO_PREC_NF4 ? kNf4TableBytes : format == ECO_PREC_NF4_DQ ? kNf4TableBytes + kNf4DmapBytes : 0;
 }
 
-// The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed once, outside
-// any graph capture (engine creation and standalone linears).
+// The nf4 kernels keep a 64 KB table in dynamic shared memory, beyond the default 48 KB: allowed outside any graph
+// capture, before anything plans with their occupancy (resolve_modes for engines and rule queries, standalone_open).
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean);
 
 eco_err allow_large_shared_memory(void)
@@ -1434,7 +1431,7 @@ void resolve_swiglu_atomic(State *s, int format)
 }
 
 // The per-model modes for `format`, as engine creation and the rule queries both resolve them. The decoders' large
-// shared memory is allowed first: resolve_swiglu_atomic plans down with the occupancy, which reads one block an SM for a
+// shared memory is allowed first (for the engine's launches too): resolve_swiglu_atomic plans down with the occupancy, which reads one block an SM for a
 // kernel not yet allowed its shared memory. Before session 47 the engine resolved first, so a process's first engine
 // and every rule query planned with half the warps (ECO_CUDA_NORM_X, an experiment then, came out off there and on in a
 // later engine; SwiGLU made by down would have for a Qwen2.5-32B shape).
@@ -2146,6 +2143,7 @@ eco_err standalone_open(State &s, size_t cols)
     CK(cudaGetDeviceProperties(&prop, 0));
     s.sm_count = prop.multiProcessorCount;
     eco_err e = upload_nf4_tables();
+    if (!e) e = allow_large_shared_memory();
     if (e) return e;
     CK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     if ((e = dalloc(&s, &s.xq, cols)) || (e = dalloc(&s, &s.x_absmax, 1)) || (e = dalloc(&s, &s.outliers, kMaxOutliers)) ||
