@@ -533,25 +533,7 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // The decoder's body, for the kernels below: `started` runs first (the dependents' launch), `wait` where the
 // linear's input becomes readable (the dependency wait, or =25's grid barrier); fill_table false: the block's table is
 // there already (a pair's second linear).
-// Opaque: the thread's and block's indices read as if new (volatile moves), so a pair's second body recomputes what it
-// derives from them rather than keeping the first body's values live through its loop (ptxas spilled the first step's
-// scales there, 16 bytes, without it).
-template <bool Opaque> __device__ __forceinline__ unsigned thread_x()
-{
-    if constexpr (!Opaque) return threadIdx.x;
-    unsigned v;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(v));
-    return v;
-}
-template <bool Opaque> __device__ __forceinline__ unsigned block_x()
-{
-    if constexpr (!Opaque) return blockIdx.x;
-    unsigned v;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(v));
-    return v;
-}
-
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int Lean, bool Opaque = false, typename Started, typename Wait>
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int Lean, typename Started, typename Wait>
 __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_table, Started started, Wait wait)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
@@ -569,15 +551,14 @@ __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_t
         trace_clk0 = clock64();
     }
     started();
-    const unsigned tid = thread_x<Opaque>(), bid = block_x<Opaque>();
-    const int warp = tid / kWarp, lane = tid % kWarp, warp_id = bid * Warps + warp;
+    const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = Lean ? (int)((unsigned)p.cols >> 5) : p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
     // Lean: step f (a multiple of U) lies in the absmax block of the step before it
     auto in_block_before = [&](int f) { return kReuse && (f & ((1 << p.chunk_shift) - 1)) != 0; };
     // this warp's chunks [f0, f1): even shares under =23 (its loop spilled 8 bytes on filled ones; the host fills none)
-    const int share = kSwigluX ? p.chunks_per_warp : (int)rows_share_of(bid, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
-    const int f0 = kSwigluX ? warp_id * share : (int)rows_share_start(bid, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
+    const int share = kSwigluX ? p.chunks_per_warp : (int)rows_share_of(blockIdx.x, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3);
+    const int f0 = kSwigluX ? warp_id * share : (int)rows_share_start(blockIdx.x, Warps, p.chunks_per_warp, p.share_n1, p.share_s2, p.share_n2, p.share_s3) + warp * share,
               f1 = min(total, f0 + share);
     int g = f0 / C, c = f0 % C;
     int rowB[R] = {};
@@ -764,7 +745,7 @@ __global__ void __launch_bounds__(kNf4RowsShapes[0].warps * kWarp, kNf4RowsShape
     static_assert(kShape.u == 1, "the pair sums' steps of one chunk");
     nf4_rows_body<DoubleQuant, 1, kShape.warps, 1, kNf4StepsPairSums>(gate_up, true, [] { grid_dependents_launch(); },
                                                                       [] { grid_dependency_wait(); });
-    nf4_rows_body<DoubleQuant, 1, kShape.warps, 1, kNf4StepsSwigluX, true>(down, false, [] {}, [bar] { grid_barrier(bar); });
+    nf4_rows_body<DoubleQuant, 1, kShape.warps, 1, kNf4StepsSwigluX>(down, false, [] {}, [bar] { grid_barrier(bar); });
 }
 
 } // namespace eco_cuda
