@@ -46,11 +46,6 @@ eco_err eco_cuda_qkv_summing(const eco_model_config *c, eco_precision precision,
  * (down's share of x a warp depends on how many warps it holds): ECO_EUNSUPPORTED without one. */
 eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on) __attribute__((weak));
 
-/* Whether the engine, with this environment, would run model c's nf4 gate_up and down as one grid (ECO_CUDA_NF4_PAIR=1,
- * an experiment: under SwiGLU made by down, in the default shape, where every block fits the GPU at once): *on 1 or 0.
- * Needs the device, as eco_cuda_swiglu_by_down. */
-eco_err eco_cuda_linear_pair(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on) __attribute__((weak));
-
 /* Checks, on the host (no device needed), the nf4 row-per-lane layout of a linear of `rows` x `cols` and
  * its split over `warps` warps: every row in exactly one slot, the two rows of a unit in lanes l and l + 16
  * (pairing 0: consecutive rows; 1: SwiGLU, gate row i and up row i + rows/2; 2: RoPE, the two halves of a

@@ -393,71 +393,6 @@ static void test_swiglu_atomic_matches_cpu_reference(void **state)
     unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
 }
 
-/* Whether an engine opened now would run model c's nf4 gate_up and down as one grid (eco_cuda_linear_pair), blocks of 64. */
-static int linear_pair(const eco_model_config *c, eco_precision p)
-{
-    assert_non_null(c);
-    int on = -1;
-    assert_int_equal(eco_cuda_linear_pair(c, p, 64, &on), ECO_OK);
-    return on;
-}
-
-/* gate_up and down as one grid (=25, ECO_CUDA_NF4_PAIR=1): each block runs its share of gate_up, loads its first steps
- * of down and meets the others at a grid barrier before down's x is made from the sums. A barrier released early shows
- * as a wrong x (sums not yet complete) at once; one never released traps (an error, not a hang); a generation counter
- * that does not carry between launches would show from the second layer. Medium's down takes half of gate_up's blocks
- * (blocks with no share of one linear still meet at the barrier); three layers, the odd count's buffer; nf4-dq; a grid
- * of three blocks whose warps loop over many steps of both. */
-static void test_nf4_pair_matches_cpu_reference(void **state)
-{
-    (void)state;
-    if (!have_device()) skip();
-    setenv("ECO_CUDA_NF4_PAIR", "1", 1);
-    char design[2048];
-    eco_cuda_design(design, sizeof design);
-    assert_non_null(strstr(design, "the two as one grid where it fits (=25)"));
-    const char *on[] = {"Qwen2.5-7B", "Llama-3.1-8B", "Qwen2.5-14B"};
-    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
-        assert_int_equal(linear_pair(eco_preset_find(on[i]), ECO_PREC_NF4), 1);
-        assert_int_equal(linear_pair(eco_preset_find(on[i]), ECO_PREC_NF4_DQ), 1);
-        assert_int_equal(linear_pair(eco_preset_find(on[i]), ECO_PREC_FP16), 0);
-    }
-    assert_int_equal(linear_pair(eco_preset_find("Qwen2.5-0.5B"), ECO_PREC_NF4), 0); /* no SwiGLU made by down there */
-    setenv("ECO_CUDA_NF4", "rows", 1);
-    eco_model_config three = medium();
-    three.layers = 3;
-    assert_int_equal(linear_pair(&three, ECO_PREC_NF4), 1);
-    for (int qa = 0; qa < 2; qa++) {
-        setenv("ECO_CUDA_QKV_ATOMIC", qa ? "1" : "0", 1);
-        compare_config(medium(), ECO_PREC_NF4, 0.9999);
-        compare_config(three, ECO_PREC_NF4, 0.9999);
-        compare_config(medium(), ECO_PREC_NF4_DQ, 0.9999);
-    }
-    unsetenv("ECO_CUDA_QKV_ATOMIC");
-    setenv("ECO_CUDA_NF4_BLOCKS", "3", 1);
-    assert_int_equal(linear_pair(&three, ECO_PREC_NF4), 1);
-    compare_config(three, ECO_PREC_NF4, 0.9999);
-    unsetenv("ECO_CUDA_NF4_BLOCKS");
-    unsetenv("ECO_CUDA_NF4");
-    /* the default rule's linears, whole grids of both */
-    eco_model_config wide2 = wide();
-    wide2.layers = 2;
-    compare_config(wide2, ECO_PREC_NF4, 0.9999);
-    /* it rides on SwiGLU made by down: off with it */
-    setenv("ECO_CUDA_SWIGLU_ATOMIC", "0", 1);
-    assert_int_equal(linear_pair(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4), 0);
-    eco_cuda_design(design, sizeof design);
-    assert_null(strstr(design, "one grid"));
-    unsetenv("ECO_CUDA_SWIGLU_ATOMIC");
-    /* a value it does not know is refused, not taken as off */
-    setenv("ECO_CUDA_NF4_PAIR", "yes", 1);
-    int ignored = -1;
-    assert_int_equal(eco_cuda_linear_pair(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4, 64, &ignored), ECO_EINVAL);
-    assert_non_null(strstr(eco_last_error(), "ECO_CUDA_NF4_PAIR"));
-    unsetenv("ECO_CUDA_NF4_PAIR");
-    assert_int_equal(linear_pair(eco_preset_find("Qwen2.5-7B"), ECO_PREC_NF4), 0); /* off unless asked */
-}
-
 /* Every kernel shape, the unfused path and plain launches compute the same function. */
 static void test_kernel_variants_match_cpu_reference(void **state)
 {
@@ -1469,7 +1404,6 @@ int main(void)
         cmocka_unit_test(test_formats_match_cpu_reference),
         cmocka_unit_test(test_kernel_variants_match_cpu_reference),
         cmocka_unit_test(test_swiglu_atomic_matches_cpu_reference),
-        cmocka_unit_test(test_nf4_pair_matches_cpu_reference),
         cmocka_unit_test(test_kernels_match_cpu_matvec),
         cmocka_unit_test(test_nf4_rows_warp_trace),
         cmocka_unit_test(test_nf4_kernels_on_extreme_inputs),

@@ -84,7 +84,6 @@ struct Design {
                            // attention (kQkvAtomicAttention, "1") or in rope_kv (kQkvAtomicApart, "apart"), or the
                            // former where the nf4 qkv then goes a row per lane (kQkvAtomicAuto, unset); -1: did not parse
     int swiglu_atomic;     // ECO_CUDA_SWIGLU_ATOMIC=1 or unset: gate_up summed by atomic adds, SwiGLU made by down where it applies (0: off); -1: did not parse
-    int nf4_pair;          // ECO_CUDA_NF4_PAIR=1: under SwiGLU made by down, gate_up and down as one grid (=25) where it fits (0 or unset: off); -1: did not parse
 };
 
 bool env_is(const char *name, const char *value)
@@ -228,8 +227,6 @@ Design requested_design(void)
     if (!d.fused && d.qkv_atomic > 0) d.qkv_atomic = kQkvAtomicOff;
     const char *sa = getenv("ECO_CUDA_SWIGLU_ATOMIC");
     d.swiglu_atomic = !sa || !strcmp(sa, "1") ? 1 : !strcmp(sa, "0") ? 0 : -1;
-    const char *pair = getenv("ECO_CUDA_NF4_PAIR");
-    d.nf4_pair = !pair || !strcmp(pair, "0") ? 0 : !strcmp(pair, "1") ? 1 : -1;
     d.nf4_lanes = kNf4LanesByDefault ? !env_is("ECO_CUDA_NF4", "table16") : env_is("ECO_CUDA_NF4", "lanes");
     d.nf4_lanes_any_size = env_is("ECO_CUDA_NF4", "lanes");
     const char *nf4 = getenv("ECO_CUDA_NF4");
@@ -343,8 +340,6 @@ struct State {
     float *qkv_raw;  /* [q_dim + 2 kv_dim], zero between tokens (qkv_atomic only) */
     bool swiglu_atomic; /* gate_up summed into swiglu_sums by atomic adds, down making its x from them (=23); resolved per model */
     float *swiglu_sums; /* [swiglu_buffers()][2 intermediate]: layer l's in swiglu_buffer(l), zeroed by the down before it */
-    bool nf4_pair;      /* under swiglu_atomic, gate_up and down as one grid (matvec_nf4_rows_pair, =25); resolved per model */
-    unsigned *pair_barrier; /* [2]: its grid barrier's arrivals and generation */
 };
 
 // The requested design into an engine's (or a standalone linear's) state.
@@ -364,7 +359,6 @@ eco_err apply_design(State *s, const Design &d)
     if (!d.nf4_ok) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4=\"%s\": want rows, lanes or table16", getenv("ECO_CUDA_NF4"));
     if (d.qkv_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_QKV_ATOMIC=\"%s\": want 0, 1 or apart", getenv("ECO_CUDA_QKV_ATOMIC"));
     if (d.swiglu_atomic < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_SWIGLU_ATOMIC=\"%s\": want 0 or 1", getenv("ECO_CUDA_SWIGLU_ATOMIC"));
-    if (d.nf4_pair < 0) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_PAIR=\"%s\": want 0 or 1", getenv("ECO_CUDA_NF4_PAIR"));
     if (!d.nf4_occ) return eco_fail(ECO_EINVAL, "ECO_CUDA_NF4_OCC=\"%s\": want 1, 2 or 3 (blocks per SM)", getenv("ECO_CUDA_NF4_OCC"));
     if (d.l2_prefetch_mb < 0)
         return eco_fail(ECO_EINVAL, "ECO_CUDA_L2_PREFETCH_MB=\"%s\": want a whole number of MB, 0..64", getenv("ECO_CUDA_L2_PREFETCH_MB"));
@@ -398,7 +392,6 @@ eco_err apply_design(State *s, const Design &d)
     s->swiglu_adjacent = d.swiglu_adjacent;
     s->qkv_atomic = d.qkv_atomic;
     s->swiglu_atomic = d.swiglu_atomic > 0 && d.fused;
-    s->nf4_pair = d.nf4_pair > 0 && s->swiglu_atomic;
     s->i8x_norm = d.i8x_norm;
     s->mma = d.mma;
     s->mma_any_size = d.mma_any_size;
@@ -1107,10 +1100,6 @@ size_t mma_smem_bytes(int format)
 // capture, before anything plans with their occupancy (resolve_modes for engines and rule queries, standalone_open).
 MatvecFn pick_rows(bool dq, int blocksize, int shape, int lean);
 
-// gate_up and down as one grid (=25, matvec_nf4_rows_pair).
-using PairFn = void (*)(MatvecParams, MatvecParams, unsigned *);
-PairFn pick_pair(bool dq) { return dq ? matvec_nf4_rows_pair<true> : matvec_nf4_rows_pair<false>; }
-
 eco_err allow_large_shared_memory(void)
 {
     for (int occ = 1; occ <= 3; occ++)
@@ -1139,16 +1128,6 @@ eco_err allow_large_shared_memory(void)
                                         "%zu static); the kernels were built for %u",
                                         (size_t)reserved + attr.sharedSizeBytes, reserved, attr.sharedSizeBytes, kNf4TableWindowOffset);
                 }
-    for (int dq = 0; dq < 2; dq++) {
-        PairFn fn = pick_pair(dq);
-        CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)rows_smem_bytes(dq, (long)kNf4RowsShapes[0].warps * kSwigluXMaxChunks)));
-        cudaFuncAttributes attr;
-        CK(cudaFuncGetAttributes(&attr, fn));
-        if (dq && (size_t)reserved + attr.sharedSizeBytes != kNf4TableWindowOffset)
-            return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: this GPU puts nf4-dq's table at shared-window offset %zu in the gate_up/down "
-                            "grid; the kernels were built for %u", (size_t)reserved + attr.sharedSizeBytes, kNf4TableWindowOffset);
-    }
     for (int rt = 1; rt <= 2; rt++) {
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4, rt), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem_bytes(ECO_PREC_NF4)));
         CK(cudaFuncSetAttribute(pick_mma(ECO_PREC_NF4_DQ, rt), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1451,42 +1430,6 @@ void resolve_swiglu_atomic(State *s, int format)
     if (!s->swiglu_atomic) eco_clear_error();
 }
 
-// gate_up and down as one grid (ECO_CUDA_NF4_PAIR=1, =25, an experiment): under SwiGLU made by down, where both take the
-// default shape (kNf4RowsShapes[0]) and gate_up the pair sums, and where every block of the grid fits the GPU at once
-// (its grid barrier needs them all resident; a grid that may not is never launched). Off for this model otherwise.
-void resolve_nf4_pair(State *s, int format)
-{
-    if (!s->nf4_pair || !s->swiglu_atomic) {
-        s->nf4_pair = false;
-        return;
-    }
-    const eco_model_config &c = s->cfg;
-    DeviceLinear gate_up, down;
-    memset(&gate_up, 0, sizeof gate_up);
-    memset(&down, 0, sizeof down);
-    gate_up.format = down.format = format;
-    gate_up.blocksize = down.blocksize = s->opt.quant.nf4_blocksize;
-    gate_up.rows = 2 * c.intermediate;
-    gate_up.cols = down.rows = c.hidden;
-    down.cols = c.intermediate;
-    down.rows_swiglu_x = true;
-    RowsLaunch a, b;
-    bool ok = nf4_rows_launch_of(s, gate_up, EP_STORE, &a, kRoleGateUp) == ECO_OK && nf4_rows_launch_of(s, down, EP_STORE, &b) == ECO_OK &&
-              a.shape == 0 && b.shape == 0 && nf4_rows_lean_for(s->nf4_rows_lean, gate_up.blocksize, 1) == kNf4StepsPairSums;
-    if (ok) {
-        const RowsShape &rs = kNf4RowsShapes[0];
-        bool dq = format == ECO_PREC_NF4_DQ;
-        int per_sm = 0;
-        ok = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pick_pair(dq), rs.warps * kWarp,
-                                                           rows_smem_bytes(dq, (long)rs.warps * kSwigluXMaxChunks)) == cudaSuccess;
-        long blocks_a = (a.share.used + rs.warps - 1) / rs.warps, blocks_b = (b.share.used + rs.warps - 1) / rs.warps;
-        long blocks = blocks_a > blocks_b ? blocks_a : blocks_b;
-        ok = ok && blocks <= (long)per_sm * s->sm_count;
-    }
-    if (!ok) eco_clear_error(); // a probe's refusal only turns the mode off (as resolve_swiglu_atomic's)
-    s->nf4_pair = ok;
-}
-
 // The per-model modes for `format`, as engine creation and the rule queries both resolve them. The decoders' large
 // shared memory is allowed first (for the engine's launches too): resolve_swiglu_atomic plans down with the occupancy, which reads one block an SM for a
 // kernel not yet allowed its shared memory. Before session 47 the engine resolved first, so a process's first engine
@@ -1498,7 +1441,6 @@ eco_err resolve_modes(State *s, int format)
     if (e) return e;
     resolve_qkv_atomic(s, format);
     resolve_swiglu_atomic(s, format);
-    resolve_nf4_pair(s, format);
     return ECO_OK;
 }
 
@@ -1645,9 +1587,9 @@ eco_err launch_matvec_mma(State *s, const DeviceLinear &d, MatvecParams p)
     return launch(s, true, pick_mma(d.format, m.rt), dim3(m.blocks), dim3(kMmaWarps * kWarp), mma_smem_bytes(d.format), p, m.kw);
 }
 
-// A launch's parameters common to every matvec kernel.
-MatvecParams matvec_params(const State *s, const DeviceLinear &d, const __half *x, const MatvecOut &out)
+eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
 {
+    const DeviceLinear &d = l.d;
     const eco_model_config &c = s->cfg;
     MatvecParams p;
     memset(&p, 0, sizeof p);
@@ -1679,43 +1621,6 @@ MatvecParams matvec_params(const State *s, const DeviceLinear &d, const __half *
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.head_dim = c.head_dim;
-    return p;
-}
-
-// And those of the row-per-lane decoder (stream-K: a re-laid linear, each warp its share of the steps), checked
-// against the plan the linear was laid out for.
-eco_err rows_params(const State *s, const DeviceLinear &d, const MatvecOut &out, MatvecParams *p)
-{
-    if (tile_map_of(out.epilogue) != d.tile_map)
-        return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear re-laid for epilogue %d launched with epilogue %d", d.tile_map,
-                        out.epilogue);
-    p->epilogue = out.epilogue;
-    p->splits = 1;
-    if (d.rows_filled && out.epilogue != EP_ADD)
-        return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear planned on filled shares launched without a residual add");
-    p->chunks_per_warp = d.rows_chunks_per_warp;
-    p->share_n1 = d.rows_share_n1;
-    p->share_s2 = d.rows_share_s2;
-    p->share_n2 = d.rows_share_n2;
-    p->share_s3 = d.rows_share_s3;
-    p->slots = d.rows_slots;
-    p->preload = s->nf4_preload;
-    p->partials = s->rows_partials;
-    p->arrivals = s->rows_arrivals;
-    p->chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
-    if (d.rows_swiglu_x != (out.swiglu_sums != NULL))
-        return eco_fail(ECO_ESTATE, "CUDA backend: down planned %s gate_up's sums launched %s them", d.rows_swiglu_x ? "on" : "without",
-                        out.swiglu_sums ? "on" : "without");
-    p->swiglu_sums = out.swiglu_sums;
-    p->zero = out.zero;
-    p->zero_n = out.zero_n;
-    return ECO_OK;
-}
-
-eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOut &out)
-{
-    const DeviceLinear &d = l.d;
-    MatvecParams p = matvec_params(s, d, x, out);
     bool paired = paired_epilogue(out.epilogue);
     bool lanes = on_nf4_lanes(s, d);
     int r = lanes ? lane_rows(s->shape.rows_per_warp) : paired ? 2 : s->shape.rows_per_warp, u = s->shape.unroll;
@@ -1744,11 +1649,32 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
         p.splits = 1;
         return launch_matvec_mma(s, d, p);
     }
-    if (d.nf4_rows) {
-        eco_err e = rows_params(s, d, out, &p);
-        if (e) return e;
+    if (d.nf4_rows) { // the row-per-lane decoder, stream-K: a re-laid linear, each warp an equal share of its steps
+        if (tile_map_of(out.epilogue) != d.tile_map)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear re-laid for epilogue %d launched with epilogue %d", d.tile_map,
+                            out.epilogue);
         bool dq = d.format == ECO_PREC_NF4_DQ;
+        p.epilogue = out.epilogue;
+        p.splits = 1;
+        if (d.rows_filled && out.epilogue != EP_ADD)
+            return eco_fail(ECO_ESTATE, "CUDA backend: an nf4 linear planned on filled shares launched without a residual add");
+        p.chunks_per_warp = d.rows_chunks_per_warp;
+        p.share_n1 = d.rows_share_n1;
+        p.share_s2 = d.rows_share_s2;
+        p.share_n2 = d.rows_share_n2;
+        p.share_s3 = d.rows_share_s3;
+        p.slots = d.rows_slots;
+        p.preload = s->nf4_preload;
+        p.partials = s->rows_partials;
+        p.arrivals = s->rows_arrivals;
+        p.chunk_shift = __builtin_ctz((unsigned)(d.blocksize / 32));
         const RowsShape &rs = kNf4RowsShapes[d.rows_shape];
+        if (d.rows_swiglu_x != (out.swiglu_sums != NULL))
+            return eco_fail(ECO_ESTATE, "CUDA backend: down planned %s gate_up's sums launched %s them", d.rows_swiglu_x ? "on" : "without",
+                            out.swiglu_sums ? "on" : "without");
+        p.swiglu_sums = out.swiglu_sums;
+        p.zero = out.zero;
+        p.zero_n = out.zero_n;
         return launch(s, true, pick_rows(dq, d.blocksize, d.rows_shape, rows_lean_of(s, d)), dim3(d.rows_blocks), dim3(rs.warps * kWarp),
                       rows_smem_bytes(dq, d.rows_swiglu_x ? (long)rs.warps * d.rows_chunks_per_warp : 0), p);
     }
@@ -1765,25 +1691,6 @@ eco_err launch_matvec(State *s, const Linear &l, const __half *x, const MatvecOu
     if (s->pdl && row_bytes * d.rows <= (size_t)s->l2_prefetch_bytes) p.l2_prefetch = (unsigned)row_bytes; // all of each row slice
     unsigned blocks = (unsigned)(((long)units * p.splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
     return launch(s, true, fn, dim3(blocks), dim3(kWarpsPerBlock * kWarp), 0, p);
-}
-
-// gate_up (its sums into gate_up_out.y) and down (its x from them) as one grid, each block on both (=25).
-eco_err launch_nf4_pair(State *s, const DeviceLinear &gate_up, const DeviceLinear &down, const MatvecOut &gate_up_out,
-                        const MatvecOut &down_out)
-{
-    if (!gate_up.nf4_rows || !down.nf4_rows || gate_up.rows_shape || down.rows_shape || !down.rows_swiglu_x || gate_up.format != down.format ||
-        gate_up.blocksize != down.blocksize)
-        return eco_fail(ECO_ESTATE, "CUDA backend: gate_up and down planned as one grid (ECO_CUDA_NF4_PAIR) are not both nf4 a row per "
-                        "lane in the default shape");
-    MatvecParams a = matvec_params(s, gate_up, s->xn, gate_up_out), b = matvec_params(s, down, NULL, down_out);
-    eco_err e = rows_params(s, gate_up, gate_up_out, &a);
-    if (!e) e = rows_params(s, down, down_out, &b);
-    if (e) return e;
-    bool dq = gate_up.format == ECO_PREC_NF4_DQ;
-    const RowsShape &rs = kNf4RowsShapes[0];
-    int blocks = gate_up.rows_blocks > down.rows_blocks ? gate_up.rows_blocks : down.rows_blocks;
-    return launch(s, true, pick_pair(dq), dim3(blocks), dim3(rs.warps * kWarp), rows_smem_bytes(dq, (long)rs.warps * down.rows_chunks_per_warp),
-                  a, b, s->pair_barrier);
 }
 
 MatvecOut plain(int epilogue, float *y)
@@ -1877,15 +1784,11 @@ eco_err enqueue_token(State *s)
         if (s->swiglu_atomic) {
             // the sums into zeroed memory; down makes SwiGLU from them and zeroes the next layer's
             float *sums = swiglu_buffer(s, l);
+            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, sums)))) return e;
             MatvecOut o = plain(EP_ADD, s->x);
             o.swiglu_sums = sums;
             o.zero = swiglu_buffer(s, (l + 1) % c.layers);
             o.zero_n = 2 * c.intermediate;
-            if (s->nf4_pair) {
-                if ((e = launch_nf4_pair(s, L.gate_up.d, L.down.d, plain(EP_ADD, sums), o))) return e;
-                continue;
-            }
-            if ((e = launch_matvec(s, L.gate_up, s->xn, plain(EP_ADD, sums)))) return e;
             if ((e = launch_matvec(s, L.down, NULL, o))) return e;
             continue;
         }
@@ -2070,10 +1973,6 @@ eco_err cuda_create(const eco_model_config *c, eco_weights *w, const eco_engine_
         if ((e = dalloc(s, &s->swiglu_sums, n))) return e;
         CK(cudaMemsetAsync(s->swiglu_sums, 0, sizeof(float) * n, s->stream));
     }
-    if (s->nf4_pair) {
-        if ((e = dalloc(s, &s->pair_barrier, 2))) return e;
-        CK(cudaMemsetAsync(s->pair_barrier, 0, 2 * sizeof(unsigned), s->stream));
-    }
     s->argmax_parts = (c->vocab + 255) / 256 < 2 * s->sm_count ? (c->vocab + 255) / 256 : 2 * s->sm_count;
     if ((e = dalloc(s, &s->part_v, (size_t)s->argmax_parts)) || (e = dalloc(s, &s->part_i, (size_t)s->argmax_parts))) return e;
     s->d_pos = s->d_token + 1;
@@ -2164,7 +2063,7 @@ void cuda_destroy(void *state)
     if (!s->lm_head_is_embed) free_linear(s->lm_head);
     void *bufs[] = {s->embed, s->final_norm, s->rope, s->x, s->qkv, s->qkv_raw, s->swiglu_sums, s->gate_up, s->logits, s->xn, s->attn_out,
                     s->act, s->xq, s->x_absmax, s->outliers, s->n_outliers, s->d_token, s->d_history, s->part_v, s->part_i,
-                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals, s->pair_barrier};
+                    s->attn_partial, s->attn_done, s->rows_partials, s->rows_arrivals};
     for (void *b : bufs) cudaFree(b);
     cudaFreeHost(s->h_io);
     cudaFreeHost(s->h_history);
@@ -2516,22 +2415,6 @@ eco_err eco_cuda_swiglu_by_down(const eco_model_config *c, eco_precision precisi
     return e;
 }
 
-eco_err eco_cuda_linear_pair(const eco_model_config *c, eco_precision precision, int nf4_blocksize, int *on)
-{
-    if ((precision == ECO_PREC_NF4 || precision == ECO_PREC_NF4_DQ) && (nf4_blocksize < 32 || nf4_blocksize % 32))
-        return eco_fail(ECO_EINVAL, "nf4 blocksize %d: want a multiple of 32", nf4_blocksize);
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return eco_fail(ECO_EUNSUPPORTED, "CUDA backend: no device");
-    State *s;
-    eco_err e = rules_state(c, &s);
-    if (e) return e;
-    s->opt.quant.nf4_blocksize = nf4_blocksize;
-    s->sm_count = prop.multiProcessorCount;
-    if (!(e = resolve_modes(s, precision))) *on = s->nf4_pair;
-    free_rules_state(s);
-    return e;
-}
-
 eco_err eco_cuda_nf4_rows_layout_check(int rows, int cols, int pairing, int head_dim, long warps, int min_steps)
 {
     if (rows < 1 || cols < 32 * kNf4RowsU || cols % (32 * kNf4RowsU) || pairing < 0 || pairing > 2 || (pairing && rows % 2) ||
@@ -2722,7 +2605,7 @@ void eco_cuda_design(char *buf, size_t cap)
         snprintf(mma + m_at, sizeof mma - m_at, d.mma_fill == kMmaFillSlots ? ", shaped by waves of slots" : d.mma_fill == kMmaFillSm ? ", shaped by the busiest SM (>= 2 waves)"
                                                                                                                     : ", shaped by the busiest SM (>= 2 waves; residual: waves)");
     snprintf(buf, cap, "graph%s, greedy loop on device, %s, %s, e4m3 %s, nf4 %s, LLM.int8 inputs quantized %s; tensor-core matvec: %s; "
-             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s%s",
+             "matvec R.U.S %s; scalar matvecs <= %d MB prefetched into L2 before the wait%s%s%s",
              d.pdl ? "+PDL" : "", attn, d.fused ? "fused RoPE/SwiGLU" : "unfused",
              d.fp8_hw ? "cvt" : "bit-move",
              nf4, d.i8x_norm ? "in RMSNorm" : "apart", mma, shapes,
@@ -2731,8 +2614,7 @@ void eco_cuda_design(char *buf, size_t cap)
              : d.qkv_atomic == kQkvAtomicAttention ? "; qkv summed by atomics, RoPE in attention"
              : d.qkv_atomic == kQkvAtomicAuto      ? "; nf4 qkv a row per lane: summed by atomics, RoPE in attention"
                                                    : "",
-             d.swiglu_atomic > 0 && d.fused ? "; where nf4 gate_up and down go a row per lane: gate_up summed by atomics, SwiGLU made by down" : "",
-             d.swiglu_atomic > 0 && d.fused && d.nf4_pair > 0 ? ", the two as one grid where it fits (=25)" : "");
+             d.swiglu_atomic > 0 && d.fused ? "; where nf4 gate_up and down go a row per lane: gate_up summed by atomics, SwiGLU made by down" : "");
 }
 
 eco_err eco_cuda_device_name(char *buf, size_t cap)

@@ -530,11 +530,8 @@ __device__ __forceinline__ void rows_load_after(const MatvecParams &p, int f, in
 // =9's 319; side by side on three H100s (data/h200/README.md, session 35) whole nf4 tokens were x1.019-1.021
 // (Qwen2.5-7B), x1.008-1.010 (Llama-3.1-8B) and x1.026 (Qwen2.5-14B) faster than =9's. The default since session 35;
 // on an H200 (session 41) x1.023 (Qwen2.5-7B) and x1.025 (Llama-3.1-8B), and =21 x0.992 / x0.990 against it.
-// The decoder's body, for the kernels below: `started` runs first (the dependents' launch), `wait` where the
-// linear's input becomes readable (the dependency wait, or =25's grid barrier); fill_table false: the block's table is
-// there already (a pair's second linear).
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int Lean, typename Started, typename Wait>
-__device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_table, Started started, Wait wait)
+template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
+__global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
 {
     extern __shared__ __align__(16) unsigned char nf4_smem[];
     constexpr int R = kNf4RowsR;
@@ -550,7 +547,7 @@ __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_t
         trace_ns0 = global_ns();
         trace_clk0 = clock64();
     }
-    started();
+    grid_dependents_launch();
     const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warp_id = blockIdx.x * Warps + warp;
     const int C = Lean ? (int)((unsigned)p.cols >> 5) : p.cols / 32, total = nf4_rows_groups(p, rows_map(p.epilogue), R) * C;
     constexpr bool kReuse = Lean && AmEvery == U; // a step within one block: its successor may share it
@@ -568,7 +565,7 @@ __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_t
     // one more step under way. The loads then run one step ahead of the decode, as before.
     RowsStep<DoubleQuant, R, U> cur, next;
     if (f0 < f1) rows_step_load<DoubleQuant, R, U, AmEvery>(p, f0, lane, rowB, c, cur);
-    if (fill_table) fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
+    fill_nf4_pair_table(nf4_smem, DoubleQuant, kShift);
     const bool preloaded = p.preload > 1 && f0 + U < f1;
     if constexpr (kPairSums) { // the second step of the first pair: its weights (its scales are the first step's)
         if (preloaded) rows_weights_load<R>(p, f0 + 1, lane, next.w[0]);
@@ -576,7 +573,7 @@ __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_t
         rows_load_after<DoubleQuant, R, U, AmEvery, kReuse>(p, f0 + U, lane, g, c, C, rowB, next, &cur, in_block_before(f0 + U));
     }
     __syncthreads();
-    wait();
+    grid_dependency_wait();
     [[maybe_unused]] const uint4 *xs4 = nullptr;
     if constexpr (kSwigluX) {
         // the next layer's gate_up sums: its down read them two layers ago and its gate_up adds after this grid is done
@@ -696,56 +693,6 @@ __device__ __forceinline__ void nf4_rows_body(const MatvecParams &p, bool fill_t
             cur = next;
         }
     }
-}
-
-template <bool DoubleQuant, int AmEvery, int Warps, int U, int PerSm, int Lean = 0>
-__global__ void __launch_bounds__(Warps * kWarp, PerSm) matvec_nf4_rows(const MatvecParams p)
-{
-    nf4_rows_body<DoubleQuant, AmEvery, Warps, U, Lean>(p, true, [] { grid_dependents_launch(); }, [] { grid_dependency_wait(); });
-}
-
-// ---- gate_up and down as one grid (=25, ECO_CUDA_NF4_PAIR=1) ----
-// Session 47's reading of why every kernel boundary removed so far lost: a matvec's two blocks fill an SM's register
-// file, so the next linear's blocks on the SMs that finish last become resident, fill their table and load their first
-// steps only after the previous linear's end, and that start-up sits on the critical path (down's last blocks were
-// released up to 2 us after its first in session 44's trace). Here the same blocks run gate_up then down: each keeps
-// its table, loads its first two steps of down as soon as its gate_up share is done, and waits at a grid barrier for
-// every block's gate_up sums in place of the dependency wait between two kernels. Every block must be resident at
-// once: the host launches no more than the occupancy allows (pair_fits) and the barrier traps rather than hang.
-
-// A barrier for every block of the grid: bar[0] counts arrivals, bar[1] is the generation the last arrival moves on
-// (both persist between launches, zero at allocation). The writes of every thread of the grid before it are visible
-// to every thread after it.
-__device__ __forceinline__ void grid_barrier(unsigned *bar)
-{
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile unsigned *generation = bar + 1;
-        const unsigned g = *generation; // read before arriving: the last arrival moves it on only after this block arrives
-        __threadfence();
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            const unsigned long long t0 = global_ns();
-            while (*generation == g)
-                if (global_ns() - t0 > 2000000000ull) __trap(); // a block that never came: not all resident
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
-
-template <bool DoubleQuant>
-__global__ void __launch_bounds__(kNf4RowsShapes[0].warps * kWarp, kNf4RowsShapes[0].per_sm)
-    matvec_nf4_rows_pair(const MatvecParams gate_up, const MatvecParams down, unsigned *bar)
-{
-    constexpr RowsShape kShape = kNf4RowsShapes[0];
-    static_assert(kShape.u == 1, "the pair sums' steps of one chunk");
-    nf4_rows_body<DoubleQuant, 1, kShape.warps, 1, kNf4StepsPairSums>(gate_up, true, [] { grid_dependents_launch(); },
-                                                                      [] { grid_dependency_wait(); });
-    nf4_rows_body<DoubleQuant, 1, kShape.warps, 1, kNf4StepsSwigluX>(down, false, [] {}, [bar] { grid_barrier(bar); });
 }
 
 } // namespace eco_cuda
