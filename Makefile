@@ -23,7 +23,7 @@ asan:
 data: build
 	mkdir -p $(VAR)
 	$(ECO) import --db $(VAR)/eco.db data/reference
-	for f in data/h200/*.energy.json; do $(ECO) import --db $(VAR)/eco.db --run $$f; done
+	for f in data/h200/*.energy.json data/h100/*.energy.json; do $(ECO) import --db $(VAR)/eco.db --run $$f; done
 	$(ECO) fit --db $(VAR)/eco.db --out $(VAR)/curves.json
 	scripts/build-web.sh --build $(BUILD) --curves $(VAR)/curves.json --db $(VAR)/eco.db
 

@@ -129,6 +129,8 @@ typedef struct {
 
 typedef struct {
     char arch[16];
+    char card[64];     /* "": every card of the arch pooled; else the rows of this recorded GPU name alone (where the
+                        * arch has several cards: their power limits and memories differ, so each answers for itself) */
     char protocol[96]; /* the protocol of the rows used (the arch's largest group), or "pooled" */
     char backend[96];  /* their software stack (split_backend), "" otherwise */
     size_t n_points;
@@ -139,7 +141,7 @@ typedef struct {
     size_t n_curves;
     eco_curve curves[ECO_FIT_MAX_CURVES];
     size_t n_fp16;
-    eco_fp16_baseline fp16[8];
+    eco_fp16_baseline fp16[24]; /* per arch pooled, then per card where an arch has several */
     char dataset[160]; /* provenance, copied into curves.json */
     size_t n_records;
 } eco_curve_set;
@@ -183,7 +185,10 @@ const char *eco_recommendation_name(eco_recommendation r);
 const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak);
 
 const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p);
-const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch);
+const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch); /* the arch's pooled one */
+/* The asked card's own fp16 baseline where the set has one (the card resolved through the GPU table), else the arch's
+ * pooled one; card NULL: the pooled one. */
+const eco_fp16_baseline *eco_curve_set_fp16_for(const eco_curve_set *set, const char *arch, const char *card);
 
 /* ---- estimator ---- */
 #define ECO_EST_MAX_NOTES 24

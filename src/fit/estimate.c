@@ -114,6 +114,23 @@ static void design_note(eco_estimate *e, const eco_curve *c, const size_t *idx, 
             "changes, not only the cards' (each run's energy.json names its design)", who, designs);
 }
 
+/* The asked card's own measurements among anchors idx[0..n), moved to the front: their count (0 where none ran on it, or
+ * no card was asked). Cards of one architecture differ in power limit and memory, so where the card itself was
+ * measured, its measurements answer for it, not the architecture's pool. */
+static size_t own_card_first(const eco_curve *c, size_t *idx, size_t n, const char *card)
+{
+    const eco_gpu_spec *want = card ? eco_gpu_exact(card) : NULL;
+    if (!want) return 0;
+    size_t own = 0;
+    for (size_t k = 0; k < n; k++)
+        if (eco_gpu_exact(c->anchors[idx[k]].gpu) == want) {
+            size_t t = idx[own];
+            idx[own++] = idx[k];
+            idx[k] = t;
+        }
+    return own;
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -547,6 +564,13 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         memcpy(e->anchor_idx, named_idx, named_hits * sizeof named_idx[0]);
         hits = named_hits;
     }
+    size_t own = own_card_first(c, e->anchor_idx, hits, q->card);
+    if (own && own < hits) {
+        note(e, "%zu of the %zu measurements %s ran on the %s itself: the answer rests on those, not on the other cards of "
+                "%s (cards of one architecture differ in power limit and memory)", own, hits,
+             named_hits ? "of this model" : "at this size", eco_gpu_exact(q->card)->name, c->arch);
+        hits = own;
+    }
     if (named_elsewhere)
         note(e, "%s was measured at %.3gB, not at the %.3gB asked: the answer is for %.3gB, not that measurement", named_elsewhere->model,
              named_elsewhere->params_b, N, N);
@@ -707,7 +731,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
                                                         : ", borrowed for this arch/precision/size",
              q->precision == ECO_PREC_NF4 || q->precision == ECO_PREC_NF4_DQ ? "; NF4's penalty has been seen to grow with batch" : "");
     }
-    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, q->arch);
+    const eco_fp16_baseline *fb = eco_curve_set_fp16_for(set, q->arch, q->card);
     if (fb && eco_fp16_energy_on(fb, N, q->card, q->batch, &e->e_fp16) == ECO_OK) {
         e->has_energy = true;
         if (!q->card) { /* asked for an architecture: the answer is its measured card's, which the label alone hides */

@@ -565,10 +565,13 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const eco_fit_options *opt, eco_fp16_baseline *fb)
+/* The arch's fp16 baseline from its largest group; only_gpu: that recorded GPU's rows of the group alone (NULL: all). */
+static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const eco_fit_options *opt, const char *only_gpu,
+                     eco_fp16_baseline *fb)
 {
     memset(fb, 0, sizeof *fb);
     snprintf(fb->arch, sizeof fb->arch, "%s", arch);
+    if (only_gpu) snprintf(fb->card, sizeof fb->card, "%s", only_gpu);
     /* the arch's largest group (absolute energy is not comparable across protocols or software stacks) */
     char keys[16][200];
     size_t counts[16] = {0}, first[16] = {0}, nk = 0;
@@ -611,6 +614,7 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
         group_key(r, opt->split_backend, g, sizeof g);
         if (opt->protocol && strcmp(k, opt->protocol)) continue;
         if (chosen && strcmp(g, chosen)) continue;
+        if (only_gpu && strcmp(r->gpu, only_gpu)) continue;
         bool dup = false;
         for (size_t j = 0; j < i && !dup; j++) {
             const eco_record *q = &rows[j];
@@ -674,9 +678,29 @@ eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt
             if (err) { eco_fail_context("fitting %s/%s: ", arch, eco_precision_name((eco_precision)p)); goto out; }
             set->n_curves++;
         }
-        if (any && set->n_fp16 < sizeof set->fp16 / sizeof set->fp16[0]) {
-            fit_fp16(rows, n, arch, opt_in, &set->fp16[set->n_fp16]);
-            if (set->fp16[set->n_fp16].n_points) set->n_fp16++;
+        const size_t cap = sizeof set->fp16 / sizeof set->fp16[0];
+        if (any && set->n_fp16 < cap) {
+            const eco_fp16_baseline *pooled = &set->fp16[set->n_fp16];
+            fit_fp16(rows, n, arch, opt_in, NULL, &set->fp16[set->n_fp16]);
+            if (pooled->n_points) set->n_fp16++;
+            /* several cards in the pool: each card's own baseline too (one card's pool is already its own) */
+            char cards[8][sizeof pooled->points[0].gpus];
+            size_t nc = 0;
+            for (size_t k = 0; pooled->n_points && k < pooled->n_points; k++) {
+                char buf[sizeof pooled->points[0].gpus];
+                snprintf(buf, sizeof buf, "%s", pooled->points[k].gpus);
+                for (char *at = buf, *next; at; at = next) {
+                    next = strstr(at, " + ");
+                    if (next) *next = '\0', next += 3;
+                    size_t c = 0;
+                    while (c < nc && strcmp(cards[c], at)) c++;
+                    if (c == nc && nc < sizeof cards / sizeof cards[0]) snprintf(cards[nc++], sizeof cards[0], "%s", at);
+                }
+            }
+            for (size_t c = 0; nc > 1 && c < nc && set->n_fp16 < cap; c++) {
+                fit_fp16(rows, n, arch, opt_in, cards[c], &set->fp16[set->n_fp16]);
+                if (set->fp16[set->n_fp16].n_points) set->n_fp16++;
+            }
         }
     }
     if (set->n_curves == 0) err = eco_fail_field(ECO_EINVAL, "rows", "no (arch, precision) group with usable rows matches the options");
@@ -695,8 +719,16 @@ const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, 
 const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch)
 {
     for (size_t i = 0; set && arch && i < set->n_fp16; i++)
-        if (!strcmp(set->fp16[i].arch, arch)) return &set->fp16[i];
+        if (!strcmp(set->fp16[i].arch, arch) && !set->fp16[i].card[0]) return &set->fp16[i];
     return NULL;
+}
+
+const eco_fp16_baseline *eco_curve_set_fp16_for(const eco_curve_set *set, const char *arch, const char *card)
+{
+    const eco_gpu_spec *want = card ? eco_gpu_exact(card) : NULL;
+    for (size_t i = 0; want && set && arch && i < set->n_fp16; i++)
+        if (!strcmp(set->fp16[i].arch, arch) && set->fp16[i].card[0] && eco_gpu_exact(set->fp16[i].card) == want) return &set->fp16[i];
+    return eco_curve_set_fp16(set, arch);
 }
 
 const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak)

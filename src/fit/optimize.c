@@ -479,8 +479,8 @@ eco_err eco_optimize_run(const eco_curve_set *set, const eco_optimize_query *q, 
         r->vram_budget_gb = q->gpu->vram_gb;
     }
     eco_energy_value fp16e;
-    const eco_fp16_baseline *fb = eco_curve_set_fp16(set, arch);
     const char *card = q->card; /* NULL: the architecture's baseline, as /v1/estimate answers it */
+    const eco_fp16_baseline *fb = eco_curve_set_fp16_for(set, arch, card);
     r->energy_absolute = fb && eco_fp16_energy_on(fb, N, card, 1, &fp16e) == ECO_OK;
     eco_clear_error();
     /* The power bound: the energy of a step over the board's limit. Where the energy is another card's (carried over,

@@ -72,8 +72,9 @@ json_t *eco_curves_to_json(const eco_curve_set *set)
                                                  "e_min_mj", num(p->e_min_mj), "e_max_mj", num(p->e_max_mj), "n_rows", p->n_rows,
                                                  "gpus", p->gpus));
         }
-        json_array_append_new(fp16, json_pack("{s:s, s:s, s:s, s:o}", "arch", b->arch, "protocol", b->protocol, "backend", b->backend,
-                                              "points", pts));
+        json_t *bo = json_pack("{s:s, s:s, s:s, s:o}", "arch", b->arch, "protocol", b->protocol, "backend", b->backend, "points", pts);
+        if (b->card[0]) json_object_set_new(bo, "card", json_string(b->card)); /* absent: the arch's cards pooled */
+        json_array_append_new(fp16, bo);
     }
     json_t *doc = json_pack("{s:s, s:i, s:{s:s, s:I, s:s, s:s}}", "format", ECO_CURVES_FORMAT, "version", ECO_CURVES_VERSION,
                             "provenance", "dataset", set->dataset, "records", (json_int_t)set->n_records, "generator",
@@ -288,6 +289,7 @@ eco_err eco_curves_from_json(const json_t *doc, eco_curve_set *set)
         if (!eco_arch_is_known(b->arch)) return bad(w, "unknown arch");
         TRY(get_str(o, "protocol", b->protocol, sizeof b->protocol, w));
         if (json_object_get(o, "backend")) TRY(get_str(o, "backend", b->backend, sizeof b->backend, w)); /* absent before 2026-12 */
+        if (json_object_get(o, "card")) TRY(get_str(o, "card", b->card, sizeof b->card, w)); /* absent: the arch's pool */
         TRY(get_arr(o, "points", ECO_FIT_MAX_FP16, &pts, w));
         for (size_t k = 0; k < json_array_size(pts); k++) {
             json_t *x = json_array_get(pts, k);

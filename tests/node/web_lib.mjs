@@ -9,7 +9,7 @@ export const BIN = process.env.ECO_BIN;
 export const SRC = process.env.ECO_SOURCE_DIR;
 export const BUILD = process.env.ECO_BINARY_DIR;
 
-// runs: also import data/h200's runs (as `make data` does), for pages that show EcoCompute's own measurements
+// runs: also import data/h200's and data/h100's runs (as `make data` does), for pages that show EcoCompute's own measurements
 export function makeData(prefix = 'eco-web-', { runs = false } = {}) {
   if (!BIN || !SRC || !BUILD) throw new Error('ECO_BIN, ECO_SOURCE_DIR and ECO_BINARY_DIR must be set');
   const tmp = mkdtempSync(join(tmpdir(), prefix));
@@ -18,8 +18,9 @@ export function makeData(prefix = 'eco-web-', { runs = false } = {}) {
   const env = { ...process.env };
   execFileSync(BIN, ['import', '--db', db, join(SRC, 'data/reference')], { stdio: 'pipe', env });
   if (runs)
-    for (const f of readdirSync(join(SRC, 'data/h200')).filter((n) => n.endsWith('.energy.json')).sort())
-      execFileSync(BIN, ['import', '--db', db, '--run', join(SRC, 'data/h200', f)], { stdio: 'pipe', env });
+    for (const dir of ['data/h200', 'data/h100'])
+      for (const f of readdirSync(join(SRC, dir)).filter((n) => n.endsWith('.energy.json')).sort())
+        execFileSync(BIN, ['import', '--db', db, '--run', join(SRC, dir, f)], { stdio: 'pipe', env });
   execFileSync(BIN, ['fit', '--db', db, '--out', curves], { stdio: 'pipe', env });
   return { tmp, db, curves, env };
 }

@@ -15,7 +15,7 @@ const { loadEco } = await import(pathToFileURL(join(SRC, 'web/js/eco-wasm.js')).
 let data, srv, eco, curvesDoc;
 
 before(async () => {
-  data = makeData('eco-web-wasm-');
+  data = makeData('eco-web-wasm-', { runs: true }); // with this project's H200 and H100 runs: two cards of one arch
   const wasm = join(data.tmp, 'eco.wasm');
   execFileSync('bash', [join(SRC, 'scripts/build-wasm.sh'), wasm], { stdio: 'pipe' });
   eco = await loadEco(readFileSync(wasm));
@@ -76,6 +76,9 @@ test('estimate by model preset, ctx and same-model measured rule', async () => {
   const cases = [];
   for (const model of models) cases.push({ gpu: 'RTX 4090', model, precision: 'nf4' }, { gpu: 'A800', model, precision: 'int8', ctx: 8192 });
   cases.push({ gpu: 'RTX 5090', model: 'Qwen2-7B', params_b: 7.2, precision: 'nf4' }); // same model name -> measured
+  // hopper holds two cards: each answers from its own measurements and fp16 baseline, a third card and the arch pool both
+  for (const gpu of ['H100 SXM', 'H200', 'H100 PCIe', 'hopper'])
+    for (const model of ['Qwen2.5-7B', 'Qwen2.5-14B']) cases.push({ gpu, model, precision: 'nf4' });
   for (const q of cases) {
     const want = await api('/v1/estimate', q);
     const got = wasmCall('estimate', q);
@@ -85,6 +88,10 @@ test('estimate by model preset, ctx and same-model measured rule', async () => {
   }
   const m = eco.estimate({ gpu: 'RTX 5090', model: 'Qwen2-7B', params_b: 7.2, precision: 'nf4' });
   assert.equal(m.label, 'measured');
+  const h100 = eco.estimate({ gpu: 'H100 SXM', model: 'Qwen2.5-7B', precision: 'nf4' });
+  const h200 = eco.estimate({ gpu: 'H200', model: 'Qwen2.5-7B', precision: 'nf4' });
+  assert.equal(h100.energy.fp16_mj_per_token.label, 'measured');
+  assert.ok(Math.abs(h100.energy.fp16_mj_per_token.value - h200.energy.fp16_mj_per_token.value) > 100, 'each card its own fp16 energy');
 });
 
 test('optimize grid: wasm equals GET /v1/optimize', async () => {

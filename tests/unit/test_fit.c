@@ -162,6 +162,77 @@ static eco_curve_set *fit_rows(const eco_record *rows, size_t n, eco_curve_set *
     return set;
 }
 
+/* Two cards of one architecture measured at the same size: asked for either card, ΔE is that card's own measurement
+ * (labelled measured, with a note that the other card's was set aside); asked for the architecture or a third card of
+ * it, the measurements are pooled (their trial-weighted mean) and a third card is told which cards they ran on. */
+static void test_measured_on_the_card_asked(void **state)
+{
+    (void)state;
+    eco_record rows[5];
+    static const double sizes[] = {1, 3, 7, 14};
+    for (int i = 0; i < 4; i++) {
+        make_row(&rows[i], "hopper", ECO_PREC_NF4, sizes[i], -20 - 5 * i, 3, "nvml-energy-counter");
+        snprintf(rows[i].gpu, sizeof rows[i].gpu, "NVIDIA H200");
+    }
+    make_row(&rows[4], "hopper", ECO_PREC_NF4, 7, -40, 3, "nvml-energy-counter"); /* the H200 measured -30 at 7B */
+    rows[4].e_fp16_mj = 9000; /* the H200's fp16 took 7000 mJ a token at 7B */
+    rows[4].e_quant_mj = 9000 * 0.6;
+    snprintf(rows[4].gpu, sizeof rows[4].gpu, "NVIDIA H100 80GB HBM3");
+    snprintf(rows[4].session, sizeof rows[4].session, "s2");
+    snprintf(rows[4].source, sizeof rows[4].source, "h100:7");
+    eco_curve_set *set = fit_rows(rows, 5, NULL);
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "hopper", .precision = ECO_PREC_NF4, .params_b = 7, .batch = 1, .card = "H100 SXM"};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.n_anchors, 1);
+    assert_near(e.delta_pct, -40, 1e-9);
+    /* and the card's own fp16 energy, measured, not the pool's mean (8000) */
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_near(e.e_fp16.value_mj, 9000, 1e-6);
+    assert_near(e.e_quant.value_mj, 9000 * 0.6, 1e-6);
+    bool said = false;
+    for (size_t i = 0; i < e.n_notes; i++) {
+        said |= strstr(e.notes[i], "1 of the 2 measurements at this size ran on the H100 SXM itself") != NULL;
+        assert_null(strstr(e.notes[i], "not on the H100 SXM")); /* it was */
+    }
+    assert_true(said);
+    q.params_b = 14; /* ΔE measured on the H200 alone (and so noted); fp16: the H100's own baseline, extrapolated */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_EXTRAPOLATED);
+    assert_near(e.e_fp16.value_mj, 18000, 1e-6);
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++) said |= strstr(e.notes[i], "ΔE measured on NVIDIA H200, not on the H100 SXM") != NULL;
+    assert_true(said);
+    q.params_b = 7;
+    q.card = "H200";
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.n_anchors, 1);
+    assert_near(e.delta_pct, -30, 1e-9);
+    assert_int_equal(e.e_fp16.label, ECO_LABEL_MEASURED);
+    assert_near(e.e_fp16.value_mj, 7000, 1e-6);
+    q.card = NULL; /* the architecture: both, pooled with equal trials */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_int_equal(e.n_anchors, 2);
+    assert_near(e.delta_pct, -35, 1e-9);
+    assert_near(e.e_fp16.value_mj, 8000, 1e-6);
+    /* the set holds hopper's pool and one baseline per card, and curves.json keeps them apart */
+    assert_int_equal(set->n_fp16, 3);
+    assert_string_equal(eco_curve_set_fp16(set, "hopper")->card, "");
+    assert_string_equal(eco_curve_set_fp16_for(set, "hopper", "H100 SXM")->card, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(eco_curve_set_fp16_for(set, "hopper", "H100 PCIe")->card, ""); /* none of its own: the pool */
+    q.card = "H100 PCIe"; /* hopper, measured on neither: pooled, and the note names both cards */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.n_anchors, 2);
+    said = false;
+    for (size_t i = 0; i < e.n_notes; i++)
+        said |= strstr(e.notes[i], "ΔE measured on NVIDIA H200, NVIDIA H100 80GB HBM3, not on the H100 PCIe") != NULL ||
+                strstr(e.notes[i], "ΔE measured on NVIDIA H100 80GB HBM3, NVIDIA H200, not on the H100 PCIe") != NULL;
+    assert_true(said);
+    free(set);
+}
+
 /* A set with an ada nf4 curve over 1-7B (anchor at 3B), an fp16 baseline, and nothing for hopper. */
 static eco_curve_set *make_set(void)
 {
@@ -1213,6 +1284,7 @@ int main(void)
         cmocka_unit_test(test_labels_at_boundaries),    cmocka_unit_test(test_flagged_measurements_are_named),
         cmocka_unit_test(test_kernel_designs_are_said),
         cmocka_unit_test(test_provenance_when_request_and_data_differ),
+        cmocka_unit_test(test_measured_on_the_card_asked),
         cmocka_unit_test(test_measured_ranges),
         cmocka_unit_test(test_ranges_rest_on_the_measurements),
         cmocka_unit_test(test_tied_groups_are_said),

@@ -138,6 +138,18 @@ static void test_curves_deterministic_and_round_trip(void **state)
     json_object_set_new(doc, "version", json_integer(99));
     assert_int_equal(eco_curves_from_json(doc, set), ECO_EFORMAT);
     json_decref(doc);
+    /* a card's own fp16 baseline keeps its card through the round trip; the arch's pool has none */
+    assert_int_equal(eco_curves_read_file(curves_path, set), ECO_OK);
+    assert_int_equal(set->n_fp16, 2); /* ada, ampere */
+    snprintf(set->fp16[1].card, sizeof set->fp16[1].card, "A800");
+    assert_int_equal(eco_curves_write_file(set, curves_path2), ECO_OK);
+    eco_curve_set *back = malloc(sizeof *back);
+    assert_int_equal(eco_curves_read_file(curves_path2, back), ECO_OK);
+    assert_int_equal(back->n_fp16, 2);
+    assert_string_equal(back->fp16[0].card, "");
+    assert_string_equal(back->fp16[1].card, "A800");
+    assert_ptr_equal(eco_curve_set_fp16_for(back, back->fp16[1].arch, "A800"), &back->fp16[1]);
+    free(back);
     free(a); free(b); free(c); free(set);
 }
 

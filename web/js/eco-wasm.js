@@ -117,6 +117,7 @@ export class Eco {
       this.setStr(0, s(b.arch));
       this.setStr(1, s(b.protocol));
       this.setStr(2, s(b.backend));
+      this.setStr(3, s(b.card)); // absent: the arch's cards pooled; else that card's own baseline
       this.call('eco_wasm_fp16_add');
       for (const pt of b.points || []) {
         this.setStr(0, s(pt.gpus));

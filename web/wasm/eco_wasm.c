@@ -261,7 +261,7 @@ EXPORT("eco_wasm_curve_item") int eco_wasm_curve_item(int kind)
     return 0;
 }
 
-/* str: 0 arch, 1 protocol, 2 backend ("" when curves.json has none) */
+/* str: 0 arch, 1 protocol, 2 backend ("" when curves.json has none), 3 card ("": the arch's cards pooled) */
 EXPORT("eco_wasm_fp16_add") int eco_wasm_fp16_add(void)
 {
     if (g_set.n_fp16 >= sizeof g_set.fp16 / sizeof g_set.fp16[0]) TRY(eco_fail(ECO_EFORMAT, "curves.json: too many fp16 baselines"));
@@ -271,6 +271,7 @@ EXPORT("eco_wasm_fp16_add") int eco_wasm_fp16_add(void)
     if (!eco_arch_is_known(b->arch)) TRY(eco_fail(ECO_EFORMAT, "curves.json: fp16 baseline of unknown arch '%s'", b->arch));
     TRY(copy_str(b->protocol, sizeof b->protocol, 1, "fp16 protocol"));
     TRY(copy_str(b->backend, sizeof b->backend, 2, "fp16 backend"));
+    TRY(copy_str(b->card, sizeof b->card, 3, "fp16 card"));
     g_set.n_fp16++;
     return 0;
 }
