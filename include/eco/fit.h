@@ -129,7 +129,7 @@ typedef struct {
 
 typedef struct {
     char arch[16];
-    char card[64];     /* "": every card of the arch pooled; else the rows of this recorded GPU name alone (where the
+    char card[ECO_GPU_NAME_SIZE]; /* "": every card of the arch pooled; else the rows of this recorded GPU name alone (where the
                         * arch has several cards: their power limits and memories differ, so each answers for itself) */
     char protocol[96]; /* the protocol of the rows used (the arch's largest group), or "pooled" */
     char backend[96];  /* their software stack (split_backend), "" otherwise */

@@ -565,9 +565,16 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-/* The arch's fp16 baseline from its largest group; only_gpu: that recorded GPU's rows of the group alone (NULL: all). */
+/* The recorded GPU names a baseline was made from (as many as a per-card baseline is made for). */
+typedef struct {
+    size_t n;
+    char name[8][ECO_GPU_NAME_SIZE];
+} gpu_names;
+
+/* The arch's fp16 baseline from its largest group; only_gpu: that recorded GPU's rows of the group alone (NULL: all).
+ * seen (may be NULL): the GPU names of the rows it used. */
 static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const eco_fit_options *opt, const char *only_gpu,
-                     eco_fp16_baseline *fb)
+                     eco_fp16_baseline *fb, gpu_names *seen)
 {
     memset(fb, 0, sizeof *fb);
     snprintf(fb->arch, sizeof fb->arch, "%s", arch);
@@ -640,6 +647,10 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
             size_t len = strlen(pt->gpus);
             snprintf(pt->gpus + len, sizeof pt->gpus - len, "%s%s", len ? " + " : "", r->gpu);
         }
+        size_t c = 0;
+        while (seen && c < seen->n && strcmp(seen->name[c], r->gpu)) c++;
+        if (seen && c == seen->n && seen->n < sizeof seen->name / sizeof seen->name[0])
+            snprintf(seen->name[seen->n++], sizeof seen->name[0], "%s", r->gpu);
     }
     eco_clear_error();
     for (size_t s = 0; s < fb->n_points; s++) fb->points[s].e_mj /= fb->points[s].n_rows;
@@ -680,25 +691,12 @@ eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt
         }
         const size_t cap = sizeof set->fp16 / sizeof set->fp16[0];
         if (any && set->n_fp16 < cap) {
-            const eco_fp16_baseline *pooled = &set->fp16[set->n_fp16];
-            fit_fp16(rows, n, arch, opt_in, NULL, &set->fp16[set->n_fp16]);
-            if (pooled->n_points) set->n_fp16++;
+            gpu_names cards = {0};
+            fit_fp16(rows, n, arch, opt_in, NULL, &set->fp16[set->n_fp16], &cards);
+            if (set->fp16[set->n_fp16].n_points) set->n_fp16++;
             /* several cards in the pool: each card's own baseline too (one card's pool is already its own) */
-            char cards[8][sizeof pooled->points[0].gpus];
-            size_t nc = 0;
-            for (size_t k = 0; pooled->n_points && k < pooled->n_points; k++) {
-                char buf[sizeof pooled->points[0].gpus];
-                snprintf(buf, sizeof buf, "%s", pooled->points[k].gpus);
-                for (char *at = buf, *next; at; at = next) {
-                    next = strstr(at, " + ");
-                    if (next) *next = '\0', next += 3;
-                    size_t c = 0;
-                    while (c < nc && strcmp(cards[c], at)) c++;
-                    if (c == nc && nc < sizeof cards / sizeof cards[0]) snprintf(cards[nc++], sizeof cards[0], "%s", at);
-                }
-            }
-            for (size_t c = 0; nc > 1 && c < nc && set->n_fp16 < cap; c++) {
-                fit_fp16(rows, n, arch, opt_in, cards[c], &set->fp16[set->n_fp16]);
+            for (size_t c = 0; cards.n > 1 && c < cards.n && set->n_fp16 < cap; c++) {
+                fit_fp16(rows, n, arch, opt_in, cards.name[c], &set->fp16[set->n_fp16], NULL);
                 if (set->fp16[set->n_fp16].n_points) set->n_fp16++;
             }
         }
