@@ -8,10 +8,12 @@
  *   constant    ΔE(N) = A                     (fallback for 1 distinct size)
  * Every prediction is clamped below at -s_cap (NF4 75, 8-bit 50 points: the weight-byte bound).
  *
+ * The curve: the asked card's own where it has one (eco_curve_set_find_for), else the arch's pool.
  * Labels (eco_estimate_run), first rule that applies:
- *   measured      the curve for (arch, precision) has anchors at this size (|N - N_a| <= 1e-6 * N_a) or whose
- *                 model name equals the request's model within 15% of its size: ΔE is the anchors' weighted mean,
- *                 range = their spread. Labels are per architecture; a card none of the anchors ran on gets a note.
+ *   measured      the curve has anchors at this size (|N - N_a| <= 1e-6 * N_a) or whose model name equals the
+ *                 request's model within 15% of its size: ΔE is the anchors' weighted mean, range = their spread.
+ *                 On a card's own curve only its own measurements count (another card's at this size gets a note);
+ *                 on a pooled curve, a card none of the anchors ran on gets a note.
  *   interpolated  the arch has its own curve and n_min_b <= N <= n_max_b.
  *   extrapolated  the arch has its own curve and N is outside [n_min_b, n_max_b]; the range widens with
  *                 d = |ln(N / nearest bound)|: sigma_extra = 1.2 * (max(resid_sd, 2) + 4) * d.
@@ -42,7 +44,10 @@
 #define ECO_FIT_MAX_PROTOCOLS 8
 #define ECO_FIT_MAX_SESSIONS 64
 #define ECO_FIT_BOOT 256 /* bootstrap parameter sets kept per curve */
-#define ECO_FIT_MAX_CURVES 32
+#define ECO_FIT_MAX_CURVES 48
+/* Distinct sizes a card needs in its arch's pool before it gets a curve of its own: two leave a line through two points
+ * (no residual, no form choice), three give the loglinear form a degree of freedom. */
+#define ECO_FIT_CARD_MIN_SIZES 3
 #define ECO_FIT_MAX_FP16 32 /* fp16 baseline points per arch */
 #define ECO_FIT_DEFAULT_SEED 20260215u
 
@@ -85,6 +90,8 @@ typedef struct {
 typedef struct {
     char arch[16];
     eco_precision precision;
+    char card[ECO_GPU_NAME_SIZE]; /* "": the arch's cards pooled; else the rows of this recorded GPU name alone, fitted
+                                   * where the pool holds several cards and this one has ECO_FIT_CARD_MIN_SIZES sizes */
     char protocol[96];                                      /* the protocol fitted, or "pooled" */
     char backend[96];                                       /* software stack fitted (split_backend), "" otherwise */
     size_t n_pooled;                                         /* > 0 only with the pool option */
@@ -164,7 +171,10 @@ void eco_fit_options_default(eco_fit_options *o);
 /* Fits one curve from rows that already share (arch, precision) (protocol filtering is done here too).
  * ECO_EINVAL when no usable row remains. */
 eco_err eco_fit_curve(const eco_record *rows, size_t n, const eco_fit_options *opt, eco_curve *out);
-/* Groups `rows` by (arch, precision), fits each group, and fills fp16 baselines. set is overwritten. */
+/* Groups `rows` by (arch, precision), fits each group, and fills fp16 baselines. set is overwritten. Where an
+ * (arch, precision) curve pools several cards, each card with ECO_FIT_CARD_MIN_SIZES sizes of that curve's group
+ * also gets a curve of its own rows (after the pooled one): the cards of one arch differ in power limit and memory
+ * bandwidth, and their ΔE differs with them (hopper nf4 at 7B: -56% on the H100 SXM, -50% on the H200). */
 eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt, eco_curve_set *set);
 
 /* Curve value (clamped at -s_cap) with the point parameters, or with bootstrap sample k. */
@@ -184,7 +194,10 @@ const char *eco_recommendation_name(eco_recommendation r);
 /* The arch whose curves stand in for `arch` when it has no data, and why; NULL when there is none. */
 const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak);
 
-const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p);
+const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p); /* the arch's pool */
+/* The asked card's own curve where the set has one (the card resolved through the GPU table), else the arch's pooled
+ * one; card NULL: the pooled one. */
+const eco_curve *eco_curve_set_find_for(const eco_curve_set *set, const char *arch, eco_precision p, const char *card);
 const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch); /* the arch's pooled one */
 /* The asked card's own fp16 baseline where the set has one (the card resolved through the GPU table), else the arch's
  * pooled one; card NULL: the pooled one. */

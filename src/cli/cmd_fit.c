@@ -119,6 +119,7 @@ int eco_cmd_fit(int argc, char **argv)
             fmt_num(cx, sizeof cx, c->crossover_b, "%.2fB");
             printf("%-9s %-10s %-34s %3zu %-11s %-10s %-30s %8s %8s %9s\n", c->arch, eco_precision_name(c->precision), c->protocol,
                    c->n_anchors, rng, eco_curve_form_name(c->form), par, sd, loo, cx);
+            if (c->card[0]) printf("          card: %s alone (its own curve; the row above pools the arch's cards)\n", c->card);
             if (c->backend[0]) printf("          backend: %s\n", c->backend);
             if (c->n_excluded) printf("          (%zu row(s) left out: e.g. %s: %s)\n", c->n_excluded, c->excluded[0].source, c->excluded[0].reason);
         }

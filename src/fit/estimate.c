@@ -351,7 +351,7 @@ static void precisions_with_data(const eco_curve_set *set, const char *arch, cha
     size_t len = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < set->n_curves && len + 1 < cap; i++)
-        if (!strcmp(set->curves[i].arch, arch))
+        if (!strcmp(set->curves[i].arch, arch) && !set->curves[i].card[0]) /* a card's own curve repeats its pool's precision */
             len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", eco_precision_name(set->curves[i].precision));
     if (!len) snprintf(buf, cap, "none");
 }
@@ -383,12 +383,51 @@ static const char SIBLING_REASON[] =
     "stands in (EcoCompute's engine decodes nf4 and nf4-dq with the same kernels; double quant only stores the block "
     "scales in 8 bits, 0.13 instead of 0.5 bits a weight)";
 
-static const eco_curve *sibling_curve(const eco_curve_set *set, const char *arch, eco_precision p)
+static const eco_curve *sibling_curve(const eco_curve_set *set, const char *arch, eco_precision p, const char *card)
 {
     if (arch_stack(set, arch) != 1) return NULL; /* on bitsandbytes double quant adds its own dequantize kernel */
-    if (p == ECO_PREC_NF4_DQ) return eco_curve_set_find(set, arch, ECO_PREC_NF4);
-    if (p == ECO_PREC_NF4) return eco_curve_set_find(set, arch, ECO_PREC_NF4_DQ);
+    if (p == ECO_PREC_NF4_DQ) return eco_curve_set_find_for(set, arch, ECO_PREC_NF4, card);
+    if (p == ECO_PREC_NF4) return eco_curve_set_find_for(set, arch, ECO_PREC_NF4_DQ, card);
     return NULL;
+}
+
+/* The answer is a card's own curve: say so, and which other cards its architecture's pool holds. */
+static void card_curve_note(eco_estimate *e, const eco_curve_set *set, const eco_curve *c)
+{
+    const eco_curve *pool = eco_curve_set_find(set, c->arch, c->precision);
+    char others[ECO_EST_NOTE_BYTES / 2] = "";
+    size_t at = 0;
+    for (size_t i = 0; pool && i < pool->n_anchors; i++) {
+        const char *g = pool->anchors[i].gpu;
+        if (!strcmp(g, c->card) || strstr(others, g)) continue;
+        int k = snprintf(others + at, sizeof others - at, "%s%s", at ? ", " : "", g);
+        if (k > 0) at = (size_t)k >= sizeof others - at ? sizeof others - 1 : at + (size_t)k;
+    }
+    note(e, "curve fitted to the %s's own %zu measurements (%zu sizes), not the %s pool%s%s: cards of one architecture differ "
+            "in power limit and memory bandwidth, and ΔE with them", c->card, c->n_anchors, c->n_distinct_sizes, c->arch,
+         others[0] ? " with " : "", others);
+}
+
+/* A card's own curve without a measurement at this size, where its pool has one of another card: say so (the answer
+ * stays this card's curve; another card's measurement is not this card's). */
+static void pool_measured_note(eco_estimate *e, const eco_curve_set *set, const eco_curve *c, double N)
+{
+    const eco_curve *pool = eco_curve_set_find(set, c->arch, c->precision);
+    if (!pool || !c->card[0]) return;
+    double sum = 0, w = 0;
+    char cards[ECO_EST_NOTE_BYTES / 2] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < pool->n_anchors; i++) {
+        const eco_anchor *a = &pool->anchors[i];
+        if (fabs(a->params_b - N) > SIZE_TOL * a->params_b || !strcmp(a->gpu, c->card)) continue;
+        sum += a->delta_pct * a->n_trials, w += a->n_trials;
+        if (strstr(cards, a->gpu)) continue;
+        int k = snprintf(cards + at, sizeof cards - at, "%s%s", at ? ", " : "", a->gpu);
+        if (k > 0) at = (size_t)k >= sizeof cards - at ? sizeof cards - 1 : at + (size_t)k;
+    }
+    if (w > 0)
+        note(e, "%.3gB was measured on %s (ΔE %+.1f%%, another card of the %s architecture), not on the %s: the answer is "
+                "the %s's own curve", N, cards, sum / w, c->arch, c->card, c->card);
 }
 
 /* The spread of a measured answer over anchors idx[0..hits) of c: their trial-weighted mean, min and max, and the
@@ -497,7 +536,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     if (q->batch < 1) return eco_fail_field(ECO_EINVAL, "batch", "batch must be >= 1, got %d", q->batch);
 
     const double N = q->params_b;
-    const eco_curve *c = eco_curve_set_find(set, q->arch, q->precision);
+    const eco_curve *c = eco_curve_set_find_for(set, q->arch, q->precision, q->card);
     bool proxy = false, weak = false;
     if (!c) {
         const char *reason = NULL;
@@ -509,7 +548,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         bool other_stack = c && (stack_unknown || (own_stack >= 0 && is_eco_stack(c->backend) != own_stack));
         const eco_curve *other = other_stack ? c : NULL;
         if (other_stack) c = NULL;
-        if (!c && (c = sibling_curve(set, q->arch, q->precision))) reason = SIBLING_REASON, weak = false;
+        if (!c && (c = sibling_curve(set, q->arch, q->precision, q->card))) reason = SIBLING_REASON, weak = false;
         if (!c) {
             char own[128], others[128];
             precisions_with_data(set, q->arch, own, sizeof own);
@@ -626,6 +665,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
         for (size_t i = 0; i < c->n_anchors; i++) { e->anchor_idx[i] = i; e->n += c->anchors[i].n_trials; }
         synthetic_note(e, c, e->anchor_idx, c->n_anchors, false);
         design_note(e, c, e->anchor_idx, c->n_anchors, false);
+        if (!proxy) pool_measured_note(e, set, c, N);
         double d = 0;
         if (N < c->n_min_b) d = log(c->n_min_b / N);
         else if (N > c->n_max_b) d = log(N / c->n_max_b);
@@ -682,6 +722,7 @@ eco_err eco_estimate_run(const eco_curve_set *set, const eco_estimate_query *q, 
     }
     e->recommendation = e->hi_pct < 0 ? ECO_REC_QUANTIZE : e->lo_pct > 0 ? ECO_REC_DO_NOT_QUANTIZE : ECO_REC_DEPENDS;
 
+    if (c->card[0]) card_curve_note(e, set, c);
     if (c->n_pooled) note(e, "curve pools %zu measurement protocols (explicit pool option)", c->n_pooled);
     else note(e, "curve fitted on protocol %s only (%zu rows left out)", c->protocol, c->n_excluded);
     size_t tied = 0;

@@ -663,6 +663,54 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
     }
 }
 
+/* Distinct sizes among a curve's anchors of one recorded GPU. */
+static size_t card_sizes(const eco_curve *c, const char *gpu)
+{
+    double N[ECO_FIT_MAX_ANCHORS];
+    size_t m = 0;
+    for (size_t i = 0; i < c->n_anchors; i++)
+        if (!strcmp(c->anchors[i].gpu, gpu)) N[m++] = c->anchors[i].params_b;
+    return distinct_sizes(N, m);
+}
+
+/* Each card of set->curves[pooled]'s anchors, where they are several, with ECO_FIT_CARD_MIN_SIZES sizes: a curve of
+ * its own rows from the pooled curve's group (same protocol and stack), appended to the set. group: the (arch,
+ * precision) rows the pooled curve was fitted from; reordered. */
+static eco_err fit_card_curves(eco_record *group, size_t m, const eco_fit_options *opt, eco_curve_set *set, size_t pooled)
+{
+    const eco_curve *pc = &set->curves[pooled];
+    if (!strcmp(pc->protocol, "pooled")) return ECO_OK; /* several protocols pooled: a card's subset would be another fit */
+    gpu_names cards = {0};
+    for (size_t i = 0; i < pc->n_anchors; i++) {
+        size_t k = 0;
+        while (k < cards.n && strcmp(cards.name[k], pc->anchors[i].gpu)) k++;
+        if (k == cards.n && cards.n < sizeof cards.name / sizeof cards.name[0])
+            snprintf(cards.name[cards.n++], sizeof cards.name[0], "%s", pc->anchors[i].gpu);
+    }
+    for (size_t k = 0; cards.n > 1 && k < cards.n; k++) {
+        if (card_sizes(pc, cards.name[k]) < ECO_FIT_CARD_MIN_SIZES) continue;
+        /* the card's rows of the pooled group first (a stable partition keeps their order) */
+        size_t own = 0;
+        for (size_t i = 0; i < m; i++) {
+            char key[96];
+            eco_record_protocol_key(&group[i], key, sizeof key);
+            bool same_group = !strcmp(key, pc->protocol) && (!opt->split_backend || !strcmp(group[i].backend, pc->backend));
+            if (!same_group || strcmp(group[i].gpu, cards.name[k])) continue;
+            eco_record t = group[i];
+            memmove(&group[own + 1], &group[own], (i - own) * sizeof *group);
+            group[own++] = t;
+        }
+        if (set->n_curves >= ECO_FIT_MAX_CURVES) return eco_fail(ECO_ETOOBIG, "fit: more than %d curves", ECO_FIT_MAX_CURVES);
+        eco_curve *c = &set->curves[set->n_curves];
+        eco_err err = eco_fit_curve(group, own, opt, c);
+        if (err) return err;
+        snprintf(c->card, sizeof c->card, "%s", cards.name[k]);
+        set->n_curves++;
+        pc = &set->curves[pooled];
+    }
+    return ECO_OK;
+}
+
 eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt_in, eco_curve_set *set)
 {
     eco_fit_options def;
@@ -688,6 +736,10 @@ eco_err eco_fit_all(const eco_record *rows, size_t n, const eco_fit_options *opt
             if (err == ECO_EINVAL && opt_in->protocol) { eco_clear_error(); err = ECO_OK; continue; } /* not in that protocol */
             if (err) { eco_fail_context("fitting %s/%s: ", arch, eco_precision_name((eco_precision)p)); goto out; }
             set->n_curves++;
+            if ((err = fit_card_curves(group, m, opt_in, set, set->n_curves - 1))) {
+                eco_fail_context("fitting %s/%s per card: ", arch, eco_precision_name((eco_precision)p));
+                goto out;
+            }
         }
         const size_t cap = sizeof set->fp16 / sizeof set->fp16[0];
         if (any && set->n_fp16 < cap) {
@@ -710,8 +762,18 @@ out:
 const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p)
 {
     for (size_t i = 0; set && arch && i < set->n_curves; i++)
-        if (set->curves[i].precision == p && !strcmp(set->curves[i].arch, arch)) return &set->curves[i];
+        if (set->curves[i].precision == p && !strcmp(set->curves[i].arch, arch) && !set->curves[i].card[0]) return &set->curves[i];
     return NULL;
+}
+
+const eco_curve *eco_curve_set_find_for(const eco_curve_set *set, const char *arch, eco_precision p, const char *card)
+{
+    const eco_gpu_spec *want = card ? eco_gpu_exact(card) : NULL;
+    for (size_t i = 0; want && set && arch && i < set->n_curves; i++) {
+        const eco_curve *c = &set->curves[i];
+        if (c->precision == p && !strcmp(c->arch, arch) && c->card[0] && eco_gpu_exact(c->card) == want) return c;
+    }
+    return eco_curve_set_find(set, arch, p);
 }
 
 const eco_fp16_baseline *eco_curve_set_fp16(const eco_curve_set *set, const char *arch)

@@ -47,6 +47,7 @@ json_t *eco_curves_to_json(const eco_curve_set *set)
                               eco_weighting_name(c->weighting), "anchor_compat", c->anchor_compat, "params", "A", num(c->A),
                               "S", num(c->S), "nstar", num(c->nstar), "s_cap_pct", num(c->s_cap_pct), "form_note", c->form_note);
         json_object_set_new(o, "backend", json_string(c->backend));
+        if (c->card[0]) json_object_set_new(o, "card", json_string(c->card)); /* absent: the arch's cards pooled */
         json_object_set_new(o, "n_anchors", json_integer((json_int_t)c->n_anchors));
         json_object_set_new(o, "n_distinct_sizes", json_integer((json_int_t)c->n_distinct_sizes));
         json_object_set_new(o, "n_min_b", num(c->n_min_b));
@@ -145,6 +146,7 @@ static eco_err read_curve(const json_t *o, eco_curve *c, const char *w)
     if (eco_precision_parse(tmp, &c->precision) || c->precision == ECO_PREC_FP16) { eco_clear_error(); return bad(w, "bad precision"); }
     TRY(get_str(o, "protocol", c->protocol, sizeof c->protocol, w));
     TRY(get_str(o, "backend", c->backend, sizeof c->backend, w));
+    if (json_object_get(o, "card")) TRY(get_str(o, "card", c->card, sizeof c->card, w)); /* absent: the arch's pool */
     TRY(get_arr(o, "pooled_protocols", ECO_FIT_MAX_PROTOCOLS, &a, w));
     for (size_t i = 0; i < json_array_size(a); i++) {
         json_t *s = json_array_get(a, i);
@@ -272,9 +274,13 @@ eco_err eco_curves_from_json(const json_t *doc, eco_curve_set *set)
     for (size_t i = 0; i < json_array_size(curves); i++) {
         char w[32];
         snprintf(w, sizeof w, "curves[%zu]", i);
+        const eco_curve *c = &set->curves[set->n_curves];
         TRY(read_curve(json_array_get(curves, i), &set->curves[set->n_curves], w));
-        if (eco_curve_set_find(set, set->curves[set->n_curves].arch, set->curves[set->n_curves].precision))
-            return bad(w, "duplicate (arch, precision)");
+        for (size_t k = 0; k < set->n_curves; k++)
+            if (set->curves[k].precision == c->precision && !strcmp(set->curves[k].arch, c->arch) && !strcmp(set->curves[k].card, c->card))
+                return bad(w, "duplicate (arch, precision, card)");
+        /* a card's curve answers beside its arch's pooled one, which the estimator's fallbacks read */
+        if (c->card[0] && !eco_curve_set_find(set, c->arch, c->precision)) return bad(w, "a card's curve before its arch's pooled one");
         set->n_curves++;
     }
     TRY(get_arr(doc, "fp16", sizeof set->fp16 / sizeof set->fp16[0], &fp16, "$"));

@@ -130,7 +130,10 @@ static json_t *estimate_response(void)
                         tnull("string"), "batch", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "ctx",
                         described(json_pack("{s:[s,s], s:i}", "type", "integer", "null", "minimum", 1),
                                   "the context asked for; null when none was: the measured short context"), NULL);
-    json_t *curve = obj("form", enum_of("saturating", "loglinear", "constant", NULL), "range_b", range95(false), "resid_sd_pct",
+    json_t *curve = obj("form", enum_of("saturating", "loglinear", "constant", NULL),
+                        "card", described(tnull("string"), "the recorded GPU whose own measurements the curve is fitted to; "
+                                                           "null: the architecture's cards pooled"),
+                        "range_b", range95(false), "resid_sd_pct",
                         tnull("number"), "loo_median_abs_pct", tnull("number"), "loo_mae_pct", tnull("number"), "params",
                         obj("A", t("number"), "S", t("number"), "nstar", t("number"), NULL), "n_anchors",
                         json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "weighting",
@@ -215,7 +218,9 @@ static json_t *optimize_response(void)
 
 static json_t *architectures_response(void)
 {
-    json_t *prec = obj("precision", precision_enum(), "form", enum_of("saturating", "loglinear", "constant", NULL), "protocol",
+    json_t *prec = obj("precision", precision_enum(),
+                       "card", described(tnull("string"), "null: the architecture's pooled curve; else one card's own curve"),
+                       "form", enum_of("saturating", "loglinear", "constant", NULL), "protocol",
                        t("string"), "n_anchors", json_pack("{s:s, s:i}", "type", "integer", "minimum", 1), "range_b", range95(false),
                        "crossover_b", tnull("number"), "resid_sd_pct", tnull("number"), "loo_median_abs_pct", tnull("number"), NULL);
     json_t *arch = obj("arch", arch_enum(), "label", t("string"), "proxy", nullable(arch_enum()), "proxy_reason", tnull("string"),

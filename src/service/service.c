@@ -263,7 +263,8 @@ eco_err eco_service_estimate(eco_service *svc, const json_t *params, eco_params_
                                           : json_null());
     json_object_set_new(r, "recommendation", json_string(eco_recommendation_name(est.recommendation)));
     json_object_set_new(r, "crossover_b", num(est.crossover_b));
-    json_object_set_new(r, "curve", json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:i, s:s}", "form", eco_curve_form_name(c->form),
+    json_object_set_new(r, "curve", json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:s}", "form", eco_curve_form_name(c->form),
+                                              "card", c->card[0] ? json_string(c->card) : json_null(),
                                               "range_b", range(c->n_min_b, c->n_max_b), "resid_sd_pct", num(c->resid_sd_pct),
                                               "loo_median_abs_pct", num(c->loo_median_abs_pct), "loo_mae_pct", num(c->loo_mae_pct),
                                               "params", json_pack("{s:o, s:o, s:o}", "A", num(c->A), "S", num(c->S), "nstar", num(c->nstar)),
@@ -377,8 +378,9 @@ eco_err eco_service_architectures(eco_service *svc, json_t **result)
         for (size_t k = 0; k < svc->set->n_curves; k++) {
             const eco_curve *c = &svc->set->curves[k];
             if (strcmp(c->arch, a)) continue;
-            json_array_append_new(precs, json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "precision",
-                                                   eco_precision_name(c->precision), "form", eco_curve_form_name(c->form),
+            json_array_append_new(precs, json_pack("{s:s, s:o, s:s, s:s, s:i, s:o, s:o, s:o, s:o}", "precision",
+                                                   eco_precision_name(c->precision), "card",
+                                                   c->card[0] ? json_string(c->card) : json_null(), "form", eco_curve_form_name(c->form),
                                                    "protocol", c->protocol, "n_anchors", (int)c->n_anchors, "range_b",
                                                    range(c->n_min_b, c->n_max_b), "crossover_b", num(c->crossover_b),
                                                    "resid_sd_pct", num(c->resid_sd_pct), "loo_median_abs_pct",

@@ -294,6 +294,18 @@ test('Tested models: permalink restores the state; table sorts; n=1 marked', asy
   await page.check('#all-archs');
   const all = await page.$$eval('#table tbody tr', (trs, i) => trs.map((tr) => tr.children[i].textContent), weights);
   assert.ok(all.includes('checkpoint') && all.includes('synthetic (real shapes)'));
+  // hopper's data come from two cards: the pool, and each card's own curve, which a permalink keeps
+  assert.equal(await page.isDisabled('#card'), false);
+  const cards = await page.$$eval('#card option', (os) => os.map((o) => o.value));
+  assert.deepEqual(cards, ['', 'NVIDIA H100 80GB HBM3', 'NVIDIA H200']);
+  assert.match(await page.getAttribute('#chart', 'aria-label'), /hopper\/nf4: \d+ anchors/);
+  await page.selectOption('#card', 'NVIDIA H100 80GB HBM3');
+  await page.waitForFunction(() => /H100 80GB HBM3 only/.test(document.getElementById('chart').getAttribute('aria-label')));
+  assert.match(page.url(), /card=NVIDIA/);
+  assert.match(await page.textContent('#curve-info'), /NVIDIA H100 80GB HBM3 only \(its own curve\)/);
+  await page.evaluate(() => { location.hash = '#arch=ada&prec=nf4'; }); // one card: no choice
+  await page.waitForFunction(() => document.getElementById('arch').value === 'ada');
+  assert.equal(await page.isDisabled('#card'), true);
   assert.deepEqual(problems, []);
   await ctx.close();
 });
@@ -314,6 +326,7 @@ test('Your model: a pasted permalink resets what it leaves out; a proxy answer d
   const r = JSON.parse(await page.textContent('#est-json'));
   assert.ok(r.proxy, 'a proxy answer');
   assert.ok((await page.textContent('#result')).includes(`${r.arch_used}/${r.proxy.precision} (proxy)`));
+  if (r.curve.card) assert.ok((await page.textContent('#result')).includes(`, the ${r.curve.card}'s own`), 'a card\'s own curve is named');
   assert.ok(await page.locator('#chart canvas').count() >= 1, 'the proxy curve is drawn');
   // an error clears the chart and its legend
   await page.evaluate(() => { location.hash = '#params=7&gpu=T4&precision=fp8'; });

@@ -92,11 +92,38 @@ test('estimate by model preset, ctx and same-model measured rule', async () => {
   const h200 = eco.estimate({ gpu: 'H200', model: 'Qwen2.5-7B', precision: 'nf4' });
   assert.equal(h100.energy.fp16_mj_per_token.label, 'measured');
   assert.ok(Math.abs(h100.energy.fp16_mj_per_token.value - h200.energy.fp16_mj_per_token.value) > 100, 'each card its own fp16 energy');
+  // each card answers from its own curve, the architecture and a card without one from the pool
+  assert.equal(h100.curve.card, 'NVIDIA H100 80GB HBM3');
+  assert.equal(h200.curve.card, 'NVIDIA H200');
+  assert.equal(eco.estimate({ gpu: 'hopper', model: 'Qwen2.5-7B', precision: 'nf4' }).curve.card, null);
+  assert.equal(eco.estimate({ gpu: 'H100 PCIe', model: 'Qwen2.5-7B', precision: 'nf4' }).curve.card, null);
+});
+
+// A card's own curve (after its pool in curves.json): the chart draws that curve, with the band the estimator answers
+// for that card, not the pool's.
+test('chart band: a card\'s own curve', async () => {
+  const own = curvesDoc.curves.filter((c) => c.card);
+  assert.ok(own.length >= 2, 'hopper has curves of its two cards');
+  for (const c of own.slice(0, 4)) {
+    const n = 7, x0 = c.n_min_b / 2, x1 = c.n_max_b * 3;
+    const s = eco.curveSeries(c.arch, c.precision, n, x0, x1, c.card);
+    const pool = eco.curveSeries(c.arch, c.precision, n, x0, x1);
+    assert.ok(s.y.some((y, i) => Math.abs(y - pool.y[i]) > 0.1), `${c.arch}/${c.precision} (${c.card}): not the pool's curve`);
+    for (let i = 0; i < n; i++) {
+      const { status, body } = await api('/v1/estimate', { gpu: c.card, params_b: s.x[i], precision: c.precision });
+      assert.equal(status, 200);
+      assert.equal(body.curve.card, c.card);
+      if (body.label === 'measured') continue; // a measurement answers, not the curve
+      assert.ok(Math.abs(body.delta_pct - s.y[i]) <= 1e-9 * (1 + Math.abs(s.y[i])), `${c.card} at ${s.x[i]}: ${body.delta_pct} vs ${s.y[i]}`);
+      assert.ok(Math.abs(s.lo[i] - body.range95[0]) <= 1e-9 * (1 + Math.abs(s.lo[i])), `${c.card} at ${s.x[i]}: lo`);
+      assert.ok(Math.abs(s.hi[i] - body.range95[1]) <= 1e-9 * (1 + Math.abs(s.hi[i])), `${c.card} at ${s.x[i]}: hi`);
+    }
+  }
 });
 
 test('optimize grid: wasm equals GET /v1/optimize', async () => {
   let n = 0;
-  for (const gpu of ['T4', 'A800', 'RTX 4090', 'RTX 5090', 'H200', 'L4', 'blackwell'])
+  for (const gpu of ['T4', 'A800', 'RTX 4090', 'RTX 5090', 'H200', 'H100 SXM', 'L4', 'blackwell'])
     for (const params_b of [1.1, 7, 14, 70])
       for (const extra of [{}, { objective: 'latency' }, { objective: 'balanced', ctx: 8192 }, { max_vram_gb: 8 }, { max_latency_ms: 5 },
         { batch: 1 }, { batch: 3, objective: 'latency' }, { batch: 2000 }]) {

@@ -233,6 +233,91 @@ static void test_measured_on_the_card_asked(void **state)
     free(set);
 }
 
+static bool has_note(const eco_estimate *e, const char *text)
+{
+    for (size_t i = 0; i < e->n_notes; i++)
+        if (strstr(e->notes[i], text)) return true;
+    return false;
+}
+
+/* Two cards of one arch, each with three sizes or more, get a curve each beside the pool; a card with fewer sizes
+ * answers from the pool. Asked for a card with a curve, only its own measurements label an answer measured: another
+ * card's measurement at the size is noted, and the card's own curve answers. */
+static void test_card_curves(void **state)
+{
+    (void)state;
+    eco_record rows[9];
+    static const double h200[] = {1, 3, 7, 14}, h100[] = {1, 3, 7}, pcie[] = {3, 7};
+    size_t n = 0;
+    for (int i = 0; i < 4; i++, n++) {
+        make_row(&rows[n], "hopper", ECO_PREC_NF4, h200[i], -20 - 5 * i, 3, "nvml-energy-counter");
+        snprintf(rows[n].gpu, sizeof rows[n].gpu, "NVIDIA H200");
+    }
+    for (int i = 0; i < 3; i++, n++) { /* saves more on the H100 SXM, and more steeply with size */
+        make_row(&rows[n], "hopper", ECO_PREC_NF4, h100[i], -30 - 10 * i, 3, "nvml-energy-counter");
+        snprintf(rows[n].gpu, sizeof rows[n].gpu, "NVIDIA H100 80GB HBM3");
+        snprintf(rows[n].source, sizeof rows[n].source, "h100:%g", h100[i]);
+    }
+    for (int i = 0; i < 2; i++, n++) { /* two sizes: no curve of its own */
+        make_row(&rows[n], "hopper", ECO_PREC_NF4, pcie[i], -10, 3, "nvml-energy-counter");
+        snprintf(rows[n].gpu, sizeof rows[n].gpu, "NVIDIA H100 PCIe");
+        snprintf(rows[n].source, sizeof rows[n].source, "pcie:%g", pcie[i]);
+    }
+    eco_curve_set *set = fit_rows(rows, n, NULL);
+    assert_int_equal(set->n_curves, 3);
+    const eco_curve *pool = eco_curve_set_find(set, "hopper", ECO_PREC_NF4);
+    assert_non_null(pool);
+    assert_string_equal(pool->card, "");
+    assert_int_equal(pool->n_anchors, 9);
+    const eco_curve *sxm = eco_curve_set_find_for(set, "hopper", ECO_PREC_NF4, "H100 SXM");
+    assert_string_equal(sxm->card, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(sxm->n_anchors, 3);
+    assert_near(sxm->n_max_b, 7, 1e-12);
+    assert_string_equal(eco_curve_set_find_for(set, "hopper", ECO_PREC_NF4, "H200")->card, "NVIDIA H200");
+    assert_ptr_equal(eco_curve_set_find_for(set, "hopper", ECO_PREC_NF4, "H100 PCIe"), pool);
+    assert_ptr_equal(eco_curve_set_find_for(set, "hopper", ECO_PREC_NF4, NULL), pool);
+    assert_ptr_equal(eco_curve_set_find_for(set, "hopper", ECO_PREC_INT8, "H200"), NULL);
+
+    eco_estimate e;
+    eco_estimate_query q = {.arch = "hopper", .precision = ECO_PREC_NF4, .params_b = 14, .batch = 1, .card = "H100 SXM"};
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_ptr_equal(e.curve, sxm);
+    assert_int_equal(e.label, ECO_LABEL_EXTRAPOLATED); /* the H200's 14B is not the H100's measurement */
+    assert_near(e.delta_pct, eco_curve_eval(sxm, 14), 1e-9);
+    assert_true(e.delta_pct < -50); /* its own trend, not the pool's measured -35 */
+    assert_true(has_note(&e, "14B was measured on NVIDIA H200 (ΔE -35.0%"));
+    assert_true(has_note(&e, "curve fitted to the NVIDIA H100 80GB HBM3's own 3 measurements (3 sizes), not the hopper pool with "
+                             "NVIDIA H200, NVIDIA H100 PCIe"));
+    q.params_b = 5;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
+    assert_int_equal(e.n_anchors, 3);
+    assert_false(has_note(&e, "was measured on"));
+    q.params_b = 7;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_near(e.delta_pct, -50, 1e-9);
+    q.card = "H200", q.params_b = 14;
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_near(e.delta_pct, -35, 1e-9);
+    q.card = NULL, q.params_b = 7; /* the architecture: the pool's three cards at 7B, equal trials */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_ptr_equal(e.curve, pool);
+    assert_int_equal(e.n_anchors, 3);
+    assert_near(e.delta_pct, (-30 - 50 - 10) / 3.0, 1e-9);
+    assert_false(has_note(&e, "curve fitted to the"));
+    q.card = "H100 PCIe"; /* its own measurement first, from the pool: no curve of its own */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_ptr_equal(e.curve, pool);
+    assert_near(e.delta_pct, -10, 1e-9);
+    q.params_b = 1; /* the pool's measurements at 1B, none on the PCIe card: noted */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_int_equal(e.label, ECO_LABEL_MEASURED);
+    assert_true(has_note(&e, "not on the H100 PCIe"));
+    free(set);
+}
+
 /* A set with an ada nf4 curve over 1-7B (anchor at 3B), an fp16 baseline, and nothing for hopper. */
 static eco_curve_set *make_set(void)
 {
@@ -1285,6 +1370,7 @@ int main(void)
         cmocka_unit_test(test_kernel_designs_are_said),
         cmocka_unit_test(test_provenance_when_request_and_data_differ),
         cmocka_unit_test(test_measured_on_the_card_asked),
+        cmocka_unit_test(test_card_curves),
         cmocka_unit_test(test_measured_ranges),
         cmocka_unit_test(test_ranges_rest_on_the_measurements),
         cmocka_unit_test(test_tied_groups_are_said),

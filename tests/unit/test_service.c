@@ -149,6 +149,29 @@ static void test_curves_deterministic_and_round_trip(void **state)
     assert_string_equal(back->fp16[0].card, "");
     assert_string_equal(back->fp16[1].card, "A800");
     assert_ptr_equal(eco_curve_set_fp16_for(back, back->fp16[1].arch, "A800"), &back->fp16[1]);
+    /* a card's own curve too, after its arch's pooled one; a repeated (arch, precision, card) or a card's curve without
+     * its pool is refused */
+    set->curves[set->n_curves] = set->curves[0];
+    snprintf(set->curves[set->n_curves++].card, sizeof set->curves[0].card, "NVIDIA H200");
+    assert_int_equal(eco_curves_write_file(set, curves_path2), ECO_OK);
+    assert_int_equal(eco_curves_read_file(curves_path2, back), ECO_OK);
+    assert_int_equal(back->n_curves, 4);
+    assert_string_equal(back->curves[0].card, "");
+    assert_string_equal(back->curves[3].card, "NVIDIA H200");
+    assert_ptr_equal(eco_curve_set_find(back, back->curves[0].arch, back->curves[0].precision), &back->curves[0]);
+    char *d = slurp(curves_path2);
+    json_t *cdoc = json_loads(d, 0, &jerr);
+    free(d);
+    json_t *cl = json_object_get(cdoc, "curves");
+    assert_null(json_object_get(json_array_get(cl, 0), "card")); /* the pool: no key */
+    json_array_append(cl, json_array_get(cl, 3));
+    assert_int_equal(eco_curves_from_json(cdoc, back), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "curves[4]: duplicate (arch, precision, card)"));
+    json_array_remove(cl, 4);
+    json_array_remove(cl, 0); /* the pool gone: the card's curve stands alone */
+    assert_int_equal(eco_curves_from_json(cdoc, back), ECO_EFORMAT);
+    assert_non_null(strstr(eco_last_error(), "a card's curve before its arch's pooled one"));
+    json_decref(cdoc);
     free(back);
     free(a); free(b); free(c); free(set);
 }

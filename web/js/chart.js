@@ -5,18 +5,27 @@
 /* global uPlot */
 import { el } from './common.js';
 
+// A curve of curves.json: the arch's pooled one (card '' or absent), or a card's own.
+export function findCurve(curves, arch, precision, card = '') {
+  return curves.find((c) => c.arch === arch && c.precision === precision && (c.card || '') === (card || ''));
+}
+
+// "hopper/nf4", or "hopper/nf4 (NVIDIA H200 only)" for a card's own curve.
+export function curveName(c) { return `${c.arch}/${c.precision}${c.card ? ` (${c.card} only)` : ''}`; }
+
 const BLUE = '#0b5cad', BAND = 'rgba(11,92,173,0.16)', RED = '#b42318', INK = '#1b1f24';
 
-// eco: the loaded Eco; curve: {arch, precision}; anchors: [{x, y, n, label}]; overlay: [{x, y, lo, hi, label}]
-export function curveChart(container, eco, { arch, precision, anchors = [], overlay = [], title = '' }) {
+// eco: the loaded Eco; curve: {arch, precision, card ('' or absent: the arch's pool)}; anchors: [{x, y, n, label}];
+// overlay: [{x, y, lo, hi, label}]
+export function curveChart(container, eco, { arch, precision, card = '', anchors = [], overlay = [], title = '' }) {
   container.replaceChildren();
-  const cdoc = (eco.curvesDoc?.curves || []).find((c) => c.arch === arch && c.precision === precision);
+  const cdoc = findCurve(eco.curvesDoc?.curves || [], arch, precision, card);
   const xs = [...anchors.map((a) => a.x), ...overlay.map((p) => p.x), ...(cdoc ? [cdoc.n_min_b, cdoc.n_max_b] : [])].filter((v) => v > 0);
   const x0 = Math.min(...xs) / 2, x1 = Math.max(...xs) * 2;
   const n = 120;
-  const s = eco.curveSeries(arch, precision, n, x0, x1);
+  const s = eco.curveSeries(arch, precision, n, x0, x1, card);
   if (!s) {
-    container.append(el('p', { class: 'status' }, `No fitted curve for ${arch}/${precision}.`));
+    container.append(el('p', { class: 'status' }, `No fitted curve for ${curveName({ arch, precision, card })}.`));
     return null;
   }
   const ys = [...s.lo, ...s.hi, ...anchors.map((a) => a.y), ...overlay.flatMap((p) => [p.y, p.lo, p.hi])].filter(Number.isFinite);

@@ -85,7 +85,8 @@ export class Eco {
     const s = (v) => (typeof v === 'string' ? v : '');
     for (const c of doc.curves) {
       const p = c.params || {};
-      ['arch', 'precision', 'protocol', 'backend', 'form', 'weighting', 'form_note'].forEach((k, i) => this.setStr(i, s(c[k])));
+      // card: absent for the arch's pooled curve; else one card's own (after its pool)
+      ['arch', 'precision', 'protocol', 'backend', 'form', 'weighting', 'form_note', 'card'].forEach((k, i) => this.setStr(i, s(c[k])));
       const loo = c.loo || {};
       this.setF64([c.anchor_compat ? 1 : 0, p.A, p.S, p.nstar, c.s_cap_pct, c.n_min_b, c.n_max_b, c.resid_sd_pct,
         c.crossover_b, c.crossover_dir, c.n_distinct_sizes, loo.median_abs_pct, loo.mae_pct, c.seed]);
@@ -148,15 +149,18 @@ export class Eco {
     return this.callJson('eco_wasm_optimize');
   }
 
-  curveIndex(arch, precision) {
+  // card: '' or absent for the architecture's pooled curve, else a card's own (its recorded GPU name)
+  curveIndex(arch, precision, card = '') {
     this.setStr(0, arch);
     this.setStr(1, precision);
+    this.setStr(2, card || '');
     return this.x.eco_wasm_curve_index();
   }
 
-  // Fitted curve and its 95% band at n log-spaced sizes in [x0, x1] (billions of parameters).
-  curveSeries(arch, precision, n, x0, x1) {
-    const idx = this.curveIndex(arch, precision);
+  // Fitted curve and its 95% band at n log-spaced sizes in [x0, x1] (billions of parameters): the band is the one
+  // the estimator answers with on that card (card '' or absent: the architecture's pool).
+  curveSeries(arch, precision, n, x0, x1, card = '') {
+    const idx = this.curveIndex(arch, precision, card);
     if (idx < 0) return null;
     this.call('eco_wasm_curve_series', idx, n, x0, x1);
     const v = this.getF64(4 * n);

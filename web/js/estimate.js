@@ -1,7 +1,7 @@
 // Your model: the form's values go to eco.wasm's estimator and optimizer (the C code behind /v1/estimate and
 // /v1/optimize); the answer is shown with its label, n, range and notes. Inputs are mirrored in the URL hash.
 import { getEco, el, fmtPct, fmtNum, fmtB, signClass, badge, nBadge, readHash, writeHash, copyText, showError, curvePrecision } from './common.js';
-import { curveChart, chartLegend } from './chart.js';
+import { curveChart, chartLegend, findCurve } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
 const FIELDS = ['model', 'params', 'gpu', 'precision', 'batch', 'ctx', 'objective'];
@@ -39,7 +39,7 @@ function render(r) {
     ['n', [nBadge(r.n), ` trials behind it, ${r.n_anchors} measured comparison(s)${anchorsN1 ? `, ${anchorsN1} single-trial` : ''}`]],
     ['CV', Number.isFinite(r.cv_pct) ? `${fmtNum(r.cv_pct, 3)}%` : 'not known'],
     ['crossover', Number.isFinite(r.crossover_b) ? fmtB(r.crossover_b) : 'none in the measured range'],
-    ['curve', `${r.arch_used}/${curvePrecision(r)}${r.proxy ? ' (proxy)' : ''}: ${r.curve.form}, measured ${fmtB(r.curve.range_b[0])}–${fmtB(r.curve.range_b[1])}`],
+    ['curve', `${r.arch_used}/${curvePrecision(r)}${r.proxy ? ' (proxy)' : ''}${r.curve.card ? `, the ${r.curve.card}'s own` : ''}: ${r.curve.form}, measured ${fmtB(r.curve.range_b[0])}–${fmtB(r.curve.range_b[1])}`],
     ['protocol', r.protocol], ['sessions', r.sessions.join(', ') || '—'],
   ];
   const energy = r.energy ? [...energyRow('fp16', r.energy.fp16_mj_per_token), ...energyRow(r.input.precision, r.energy.quant_mj_per_token)]
@@ -53,10 +53,10 @@ function render(r) {
   $('est-json').textContent = JSON.stringify(r, null, 2);
 
   clearChart();
-  const c = eco.curvesDoc.curves.find((x) => x.arch === r.arch_used && x.precision === curvePrecision(r));
+  const c = findCurve(eco.curvesDoc.curves, r.arch_used, curvePrecision(r), r.curve.card);
   if (c) {
     curveChart($('chart'), eco, {
-      arch: c.arch, precision: c.precision,
+      arch: c.arch, precision: c.precision, card: c.card,
       anchors: c.anchors.map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials })),
       overlay: [{ x: r.input.params_b, y: r.delta_pct, lo: r.range95[0], hi: r.range95[1] }],
     });

@@ -1,6 +1,7 @@
 // Methodology, generated: protocol constants from gen/protocol.json (libeco's own defaults), the estimator's
 // tables from eco.wasm, the fitted curves from curves.json, and docs/METHODOLOGY.md when the build copied it.
 import { getEco, fetchJson, el, fmtNum, fmtB, markdown, showError } from './common.js';
+import { curveName } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
 const table = (caption, head, rows) => el('div', { class: 'table-wrap' }, el('table', {},
@@ -27,9 +28,9 @@ async function main() {
     ]));
   const info = eco.infoCache;
   const LABELS = {
-    measured: 'an anchor exists at this size (or of this model) on this architecture: the value is the anchors\' trial-weighted mean',
-    interpolated: 'the architecture has its own curve and the size is inside its measured range',
-    extrapolated: 'the architecture has its own curve but the size is outside its measured range: the range widens with the log-distance',
+    measured: 'an anchor exists at this size (or of this model) on the curve that answers: the card\'s own curve where the card has one (another card\'s measurement at this size is only noted), else the architecture\'s; the value is the anchors\' trial-weighted mean',
+    interpolated: 'the curve that answers (the card\'s own, else the architecture\'s) has the size inside its measured range',
+    extrapolated: 'the curve that answers (the card\'s own, else the architecture\'s) has the size outside its measured range: the range widens with the log-distance',
     estimated: 'the architecture has no curve for this precision: a proxy curve (another architecture measured with the same software stack, or on EcoCompute\'s engine the nf4/nf4-dq sibling) is used with extra uncertainty; or a long context\'s KV cache rescaled the architecture\'s own ΔE (the answer\'s "context" says by how much); absolute energy is also estimated for a card or batch that was not measured',
     modelled: 'optimizer fields computed from a physical model (roofline latency, byte accounting for VRAM)',
   };
@@ -38,8 +39,8 @@ async function main() {
   const curves = eco.curvesDoc.curves;
   $('curves').replaceChildren(
     el('p', {}, `curves.json: ${eco.curvesDoc.provenance.dataset}, ${eco.curvesDoc.provenance.records} records, ${eco.curvesDoc.provenance.generator}. Model: ${eco.curvesDoc.provenance.model}.`),
-    table('one curve per (architecture, precision), one protocol each', ['curve', 'form', 'anchors', 'range', 'crossover', 'resid SD', 'LOO median |err|', 'protocol'],
-      curves.map((c) => [`${c.arch}/${c.precision}`, c.form, `${c.n_anchors} (${c.anchors.filter((a) => a.n_trials < 2).length} single-trial)`,
+    table('one curve per (architecture, precision), one protocol each; where an architecture\'s data come from several cards, each card with three sizes also has its own, which answers for that card', ['curve', 'form', 'anchors', 'range', 'crossover', 'resid SD', 'LOO median |err|', 'protocol'],
+      curves.map((c) => [curveName(c), c.form, `${c.n_anchors} (${c.anchors.filter((a) => a.n_trials < 2).length} single-trial)`,
         `${fmtB(c.n_min_b)}–${fmtB(c.n_max_b)}`, Number.isFinite(c.crossover_b) ? fmtB(c.crossover_b) : 'none',
         Number.isFinite(c.resid_sd_pct) ? fmtNum(c.resid_sd_pct) : '—', Number.isFinite(c.loo.median_abs_pct) ? fmtNum(c.loo.median_abs_pct) : '—', c.protocol])));
   $('tables').replaceChildren(

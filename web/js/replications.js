@@ -4,7 +4,7 @@
 // Nothing is sent anywhere unless the user presses Submit, and only to this site's own API.
 /* global ajv2020 */
 import { getEco, fetchJson, el, fmtPct, fmtB, signClass, badge, curvePrecision } from './common.js';
-import { curveChart, chartLegend } from './chart.js';
+import { curveChart, chartLegend, findCurve } from './chart.js';
 import { normalizeAjvErrors } from './schema-errors.js';
 import { energyConsistency } from './energy-check.js';
 
@@ -133,10 +133,10 @@ function show(doc, text) {
       el('tbody', {}, ...rows))));
   if (first) {
     // the curve the estimate used: a proxy's (e.g. nf4 for nf4-dq) where the precision has none of its own
-    const arch = first.v.est.arch_used, prec = curvePrecision(first.v.est);
+    const arch = first.v.est.arch_used, prec = curvePrecision(first.v.est), card = first.v.est.curve.card || '';
     curveChart($('chart'), eco, {
-      arch, precision: prec,
-      anchors: (eco.curvesDoc.curves.find((x) => x.arch === arch && x.precision === prec)?.anchors || [])
+      arch, precision: prec, card,
+      anchors: (findCurve(eco.curvesDoc.curves, arch, prec, card)?.anchors || [])
         .map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials })),
       overlay,
       title: prec === first.c.precision ? `${prec} on ${arch}` : `${first.c.precision} against the ${prec} curve on ${arch} (proxy)`,

@@ -1,7 +1,7 @@
 // Tested models: per architecture and precision, the fitted curve with its band and the measured anchors; bars
 // per precision for one model; a sortable table of every measurement. State lives in the URL hash (permalink).
 import { getEco, loadMeasurements, el, fmtPct, fmtNum, fmtB, signClass, badge, nBadge, readHash, writeHash, copyText, showError } from './common.js';
-import { curveChart, chartLegend } from './chart.js';
+import { curveChart, chartLegend, findCurve, curveName } from './chart.js';
 
 const $ = (id) => document.getElementById(id);
 const COLS = [
@@ -13,13 +13,12 @@ const COLS = [
 // data/h200's runs decode random values of the models' real shapes: said wherever a measurement is shown
 const weightsOf = (r) => (r.synthetic_weights ? 'synthetic (real shapes)' : 'checkpoint');
 
-const state = { arch: '', prec: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
+const state = { arch: '', prec: '', card: '', model: '', sort: 'params_b', dir: 'asc', all: '' };
 const STATE_DEFAULTS = { ...state }; // a permalink's missing key takes this, not the page's last value
 // with no architecture asked: the RTX 5090 NF4 curve, where a 3B model still pays and 7B saves (one click from the flip)
 const DEFAULT_VIEW = { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' };
 let eco, rows = [], curves = [];
 
-function curveKey(c) { return `${c.arch}/${c.precision}`; }
 
 function fillSelect(sel, values, current, labelOf = (v) => v) {
   sel.replaceChildren(...values.map((v) => el('option', { value: v, selected: v === current }, labelOf(v))));
@@ -30,8 +29,12 @@ function fillSelect(sel, values, current, labelOf = (v) => v) {
 function sync() {
   const archs = [...new Set(curves.map((c) => c.arch))];
   state.arch = fillSelect($('arch'), archs, state.arch, (a) => (eco.infoCache.archs.find((x) => x.arch === a) || {}).label || a);
-  const precs = curves.filter((c) => c.arch === state.arch).map((c) => c.precision);
+  const precs = [...new Set(curves.filter((c) => c.arch === state.arch).map((c) => c.precision))];
   state.prec = fillSelect($('prec'), precs, state.prec);
+  // the architecture's pooled curve, then each card's own where its data come from several cards
+  const cards = curves.filter((c) => c.arch === state.arch && c.precision === state.prec).map((c) => c.card || '');
+  state.card = fillSelect($('card'), cards, state.card, (k) => k || 'all cards of the architecture');
+  $('card').disabled = cards.length < 2;
   const models = [...new Set(rows.filter((r) => r.arch === state.arch).map((r) => r.model))].sort();
   state.model = fillSelect($('model'), models, state.model);
   writeHash(state);
@@ -41,11 +44,11 @@ function sync() {
 }
 
 function drawCurve() {
-  const c = curves.find((x) => x.arch === state.arch && x.precision === state.prec);
+  const c = findCurve(curves, state.arch, state.prec, state.card);
   if (!c) { $('chart').replaceChildren(); return; }
   const anchors = c.anchors.map((a) => ({ x: a.params_b, y: a.delta_pct, n: a.n_trials }));
-  curveChart($('chart'), eco, { arch: c.arch, precision: c.precision, anchors });
-  $('chart').setAttribute('aria-label', `ΔE% vs parameters for ${curveKey(c)}: ${c.n_anchors} anchors, ${c.form} fit`);
+  curveChart($('chart'), eco, { arch: c.arch, precision: c.precision, card: c.card, anchors });
+  $('chart').setAttribute('aria-label', `ΔE% vs parameters for ${curveName(c)}: ${c.n_anchors} anchors, ${c.form} fit`);
   $('legend').replaceChildren(chartLegend());
   const info = [
     ['form', `${c.form} — ${c.form_note}`],
@@ -55,6 +58,7 @@ function drawCurve() {
     ['leave-one-out', Number.isFinite(c.loo.median_abs_pct) ? `median |error| ${fmtNum(c.loo.median_abs_pct)}, mean ${fmtNum(c.loo.mae_pct)} points` : 'not possible'],
     ['protocol', c.pooled_protocols.length ? `pooled: ${c.pooled_protocols.join(', ')}` : c.protocol],
     ['backend', c.backend || '—'],
+    ['cards', c.card ? `${c.card} only (its own curve)` : [...new Set(c.anchors.map((a) => a.gpu))].join(', ')],
     ['sessions', c.sessions.join(', ')],
     ['left out', `${c.excluded.length} rows of other protocols or stacks`],
   ];
@@ -124,7 +128,7 @@ async function main() {
     return;
   }
   $('all-archs').checked = !!state.all;
-  for (const id of ['arch', 'prec', 'model']) $(id).addEventListener('change', (ev) => { state[id] = ev.target.value; if (id === 'arch') state.model = ''; sync(); });
+  for (const id of ['arch', 'prec', 'card', 'model']) $(id).addEventListener('change', (ev) => { state[id] = ev.target.value; if (id === 'arch') state.model = ''; sync(); });
   $('all-archs').addEventListener('change', (ev) => { state.all = ev.target.checked ? '1' : ''; writeHash(state); drawTable(); });
   $('permalink').addEventListener('click', () => copyText(location.href, $('copy-status')));
   window.addEventListener('hashchange', () => {

@@ -149,7 +149,7 @@ EXPORT("eco_wasm_reset") int eco_wasm_reset(void)
     return 0;
 }
 
-/* str: 0 arch, 1 precision, 2 protocol, 3 backend, 4 form, 5 weighting, 6 form_note
+/* str: 0 arch, 1 precision, 2 protocol, 3 backend, 4 form, 5 weighting, 6 form_note, 7 card ("": the arch's pool)
  * f64: 0 anchor_compat, 1 A, 2 S, 3 nstar, 4 s_cap_pct, 5 n_min_b, 6 n_max_b, 7 resid_sd_pct, 8 crossover_b,
  *      9 crossover_dir, 10 n_distinct_sizes, 11 loo median_abs_pct, 12 loo mae_pct, 13 seed */
 EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
@@ -166,6 +166,7 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
     TRY(eco_curve_form_parse(g_str[4], &c->form));
     TRY(eco_weighting_parse(g_str[5], &c->weighting));
     TRY(copy_str(c->form_note, sizeof c->form_note, 6, "form_note"));
+    TRY(copy_str(c->card, sizeof c->card, 7, "card"));
     const double *f = g_f64;
     for (int i = 1; i <= 6; i++)
         if (!isfinite(f[i])) TRY(eco_fail(ECO_EFORMAT, "curves.json: curve parameter %d is not a number", i));
@@ -179,7 +180,11 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
     c->n_distinct_sizes = f[10] > 0 ? (size_t)f[10] : 0;
     c->loo_median_abs_pct = f[11]; c->loo_mae_pct = f[12];
     c->seed = f[13] > 0 ? (uint64_t)f[13] : 0;
-    if (eco_curve_set_find(&g_set, c->arch, c->precision)) TRY(eco_fail(ECO_EFORMAT, "curves.json: duplicate (arch, precision)"));
+    for (size_t i = 0; i < g_set.n_curves; i++)
+        if (g_set.curves[i].precision == c->precision && !strcmp(g_set.curves[i].arch, c->arch) && !strcmp(g_set.curves[i].card, c->card))
+            TRY(eco_fail(ECO_EFORMAT, "curves.json: duplicate (arch, precision, card)"));
+    if (c->card[0] && !eco_curve_set_find(&g_set, c->arch, c->precision))
+        TRY(eco_fail_field(ECO_EFORMAT, "card", "curves.json: a card's curve before its arch's pooled one"));
     g_set.n_curves++;
     return 0;
 }
@@ -413,7 +418,7 @@ EXPORT("eco_wasm_estimate") int eco_wasm_estimate(void)
     kstr("recommendation", eco_recommendation_name(est->recommendation));
     knum("crossover_b", est->crossover_b);
     key("curve"); obj();
-    kstr("form", eco_curve_form_name(c->form)); krange("range_b", c->n_min_b, c->n_max_b);
+    kstr("form", eco_curve_form_name(c->form)); kstr("card", c->card[0] ? c->card : NULL); krange("range_b", c->n_min_b, c->n_max_b);
     knum("resid_sd_pct", c->resid_sd_pct); knum("loo_median_abs_pct", c->loo_median_abs_pct); knum("loo_mae_pct", c->loo_mae_pct);
     key("params"); obj(); knum("A", c->A); knum("S", c->S); knum("nstar", c->nstar); end_obj();
     kint("n_anchors", (long long)c->n_anchors); kstr("weighting", eco_weighting_name(c->weighting));
@@ -534,13 +539,16 @@ EXPORT("eco_wasm_optimize") int eco_wasm_optimize(void)
 
 /* ---- curves for the charts ---- */
 
-/* str0 arch, str1 precision: index of that curve, or -1 */
+/* str0 arch, str1 precision, str2 card ("": the arch's pool): index of that curve, or -1 */
 EXPORT("eco_wasm_curve_index") int eco_wasm_curve_index(void)
 {
     eco_precision p;
     if (eco_precision_parse(g_str[1], &p)) { eco_clear_error(); return -1; }
-    const eco_curve *c = eco_curve_set_find(&g_set, g_str[0], p);
-    return c ? (int)(c - g_set.curves) : -1;
+    for (size_t i = 0; i < g_set.n_curves; i++) {
+        const eco_curve *c = &g_set.curves[i];
+        if (c->precision == p && !strcmp(c->arch, g_str[0]) && !strcmp(c->card, g_str[2])) return (int)i;
+    }
+    return -1;
 }
 
 /* n points log-spaced over [x0, x1] of curve idx -> f64: x[n], y[n], lo[n], hi[n]: the fitted curve, and the 95%
@@ -554,7 +562,8 @@ EXPORT("eco_wasm_curve_series") int eco_wasm_curve_series(int idx, int n, double
     const eco_curve *c = &g_set.curves[idx];
     for (int i = 0; i < n; i++) {
         double x = exp(log(x0) + (log(x1) - log(x0)) * i / (n - 1)), lo, hi;
-        eco_estimate_query q = {.arch = c->arch, .precision = c->precision, .params_b = x, .batch = 1};
+        eco_estimate_query q = {.arch = c->arch, .precision = c->precision, .params_b = x, .batch = 1,
+                                .card = c->card[0] ? c->card : NULL};
         eco_estimate_query_model_bytes(&q, NULL);
         if (!eco_estimate_run(&g_set, &q, &g_est) && g_est.curve == c) {
             lo = g_est.lo_pct;
