@@ -146,11 +146,13 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   const rows = await page.$$eval('#compare tbody tr[data-precision]', (trs) => trs.map((tr) => ({
     precision: tr.dataset.precision, verdict: tr.querySelector('[data-verdict]')?.dataset.verdict ?? null })));
   assert.ok(rows.length >= 3, JSON.stringify(rows));
-  // verdicts recomputed from the API: inside iff the replication's ΔE lies in GET /v1/estimate's range95
+  // verdicts recomputed from the API: inside iff the replication's ΔE lies in GET /v1/estimate's range95 for the card
+  // itself (a known card: the H200, whose own curve answers for it)
   const doc = JSON.parse(readFileSync(join(ex, 'energy.example.valid.json'), 'utf8'));
+  assert.equal(doc.environment.gpu.name, 'NVIDIA H200');
   for (const r of rows) {
     const c = doc.comparisons.find((x) => x.precision === r.precision);
-    const res = await fetch(`${srv.base}/v1/estimate?gpu=${doc.environment.gpu.arch}&params_b=${doc.weights.params_b}&precision=${r.precision}`);
+    const res = await fetch(`${srv.base}/v1/estimate?gpu=${encodeURIComponent(doc.environment.gpu.name)}&params_b=${doc.weights.params_b}&precision=${r.precision}`);
     if (res.status !== 200) { assert.equal(r.verdict, null, `${r.precision}: no curve, no verdict`); continue; }
     const est = await res.json();
     const inside = c.delta_pct >= est.range95[0] && c.delta_pct <= est.range95[1];
@@ -169,7 +171,8 @@ test('Replications: valid and invalid energy.json get the right verdicts and err
   const other = await page.$$eval('#compare tbody tr[data-precision] [data-verdict]', (els) => els.map((e) => e.dataset.verdict));
   assert.ok(other.length > 0 && other.every((v) => v === 'other-stack'), JSON.stringify(other));
   // the same document with the nf4 comparison moved onto the prediction: inside
-  const est = await apiEstimate({ gpu: doc.environment.gpu.arch, params_b: doc.weights.params_b, precision: 'nf4' });
+  const est = await apiEstimate({ gpu: doc.environment.gpu.name, params_b: doc.weights.params_b, precision: 'nf4' });
+  assert.equal(est.curve.card, 'NVIDIA H200', 'the card\'s own curve');
   const moved = JSON.parse(JSON.stringify(doc));
   const nf4 = moved.comparisons.find((x) => x.precision === 'nf4');
   nf4.delta_pct = Number(est.delta_pct.toFixed(2));
