@@ -86,6 +86,13 @@ static void put_range_pct(sbuf *s, const json_t *range)
 }
 
 /* Whether the anchors behind an answer used synthetic weights: said with it, as a trained checkpoint's would be read. */
+/* A card's own curve answered (curve.card): say whose, as the label's reading rests on that card's sizes alone. */
+static void put_card_curve(sbuf *s, const json_t *est)
+{
+    const char *card = strv(at(est, "curve"), "card", NULL);
+    if (card) sb_printf(s, " of the %s's own measurements", card);
+}
+
 static void put_synthetic(sbuf *s, const json_t *est)
 {
     const json_t *anchors = at(est, "anchors"), *a;
@@ -106,8 +113,8 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
     const json_t *ctx = at(est, "context");
     if (!strcmp(label, "estimated") && json_is_object(ctx) && !json_is_object(at(est, "proxy"))) {
         /* the architecture's own data, rescaled for a long context's KV cache: say which data and by how much */
-        sb_printf(s, "an estimate, not a measurement: %s's own short-context %s figure of ", strv(est, "arch_used", "?"),
-                  strv(ctx, "short_label", ""));
+        sb_printf(s, "an estimate, not a measurement: %s's own short-context %s figure of ",
+                  strv(at(est, "curve"), "card", strv(est, "arch_used", "?")), strv(ctx, "short_label", ""));
         put_num(s, "%+.1f%%", numv(ctx, "short_delta_pct"));
         put_rescaled(s, ctx);
         put_synthetic(s, est);
@@ -139,10 +146,13 @@ static void put_label_meaning(sbuf *s, const char *label, const json_t *est)
         if (isfinite(asked) && (asked < lo * (1 - 1e-6) || asked > hi * (1 + 1e-6)))
             put_num(s, "; they stand for the %.4gB asked (the same model within 15%% of its size), not a measurement at it", asked);
     } else if (!strcmp(label, "interpolated")) {
-        sb_printf(s, "an estimate read from the curve fitted between measured sizes, not a measurement");
+        sb_printf(s, "an estimate read from the curve fitted between measured sizes");
+        put_card_curve(s, est);
+        sb_printf(s, ", not a measurement");
     } else if (!strcmp(label, "extrapolated")) {
         const json_t *rb = at(at(est, "curve"), "range_b");
         sb_printf(s, "an estimate outside the measured sizes");
+        put_card_curve(s, est);
         if (json_is_number(json_array_get(rb, 0)) && json_is_number(json_array_get(rb, 1)))
             sb_printf(s, " (%.3g-%.3gB)", json_number_value(json_array_get(rb, 0)), json_number_value(json_array_get(rb, 1)));
         sb_printf(s, ", not a measurement");

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -467,4 +467,31 @@ test('bad command lines fail before serving and print nothing on stdout', async 
   assert.equal(nofile.code, 1);
   assert.equal(nofile.stdout, '');
   assert.match(nofile.stderr, /nope\.json/);
+});
+
+// With this project's H100 SXM and H200 runs, hopper has a curve per card: an answer read from a card's own curve says
+// whose measurements it rests on (Qwen2.5-14B on the H100 SXM is extrapolated from the H100's own sizes, or measured
+// there once it has been).
+test('a card\'s own curve is named in the summary', async () => {
+  const db = path.join(dir, 'runs.db'), out = path.join(dir, 'runs-curves.json');
+  execFileSync(ECO, ['import', '--db', db, path.join(SRC, 'data/reference')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  for (const d of ['data/h200', 'data/h100'])
+    for (const f of readdirSync(path.join(SRC, d)).filter((n) => n.endsWith('.energy.json')).sort())
+      execFileSync(ECO, ['import', '--db', db, '--run', path.join(SRC, d, f)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync(ECO, ['fit', '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const c2 = new Client({ name: 'eco-mcp-test-cards', version: '1.0.0' });
+  await c2.connect(new StdioClientTransport({ command: ECO, args: ['mcp', '--curves', out], env: { ...process.env }, stderr: 'ignore' }));
+  try {
+    const est = await c2.callTool({ name: 'estimate_energy', arguments: { gpu: 'H100 SXM', params_b: 5, precision: 'nf4' } });
+    assert.equal(est.isError, false, text(est));
+    assert.equal(est.structuredContent.curve.card, 'NVIDIA H100 80GB HBM3');
+    assert.equal(est.structuredContent.label, 'interpolated');
+    assert.match(summary(est), /read from the curve fitted between measured sizes of the NVIDIA H100 80GB HBM3's own measurements, not a measurement/);
+    const pooled = await c2.callTool({ name: 'estimate_energy', arguments: { gpu: 'hopper', params_b: 5, precision: 'nf4' } });
+    assert.equal(pooled.structuredContent.curve.card, null);
+    assert.ok(!/own measurements/.test(summary(pooled)), summary(pooled));
+    assert.ok(Math.abs(pooled.structuredContent.delta_pct - est.structuredContent.delta_pct) > 1, 'the pool is another curve');
+  } finally {
+    await c2.close();
+  }
 });
