@@ -7,7 +7,7 @@
 # usage (repo root, on the device): bench/h200.sh OUTDIR DEADLINE_S [STAGES] [MODEL...]
 #   STAGES: comma list of test,testenv,engine,prev,ab,profile,variants,sbs,matvec,dims,sass,measure (default
 #   test,matvec,engine,ab,measure); results go to OUTDIR/results.tgz.
-#   engine: bench_engine on ENGINE_MODELS x ENGINE_PRECS (default: Qwen2.5 0.5B-14B and Llama-3.1-8B, every precision).
+#   engine: bench_engine on ENGINE_MODELS x ENGINE_PRECS (comma lists) (default: Qwen2.5 0.5B-14B and Llama-3.1-8B, every precision).
 #   prev: .device/bin-prev/bench_engine (the previous build) on PREV_MODELS x PREV_PRECS, in the same call as engine.
 #   profile: kernel_profile (CUPTI, per-kernel time of a token) once per PROFILE_VARIANTS entry on
 #   PROFILE_MODELS x PROFILE_PRECS. sbs: bench_engine --variants (the variants held at once and decoded in turn
