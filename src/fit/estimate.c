@@ -131,6 +131,15 @@ static size_t own_card_first(const eco_curve *c, size_t *idx, size_t n, const ch
     return own;
 }
 
+/* Whether a ", "-separated list of GPU names holds this exact one ("RTX 4090" is not in "RTX 4090D"). */
+static bool names_hold(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)); at += len)
+        if ((at == list || (at - list >= 2 && !strncmp(at - 2, ", ", 2))) && (!at[len] || !strncmp(at + len, ", ", 2))) return true;
+    return false;
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -141,7 +150,7 @@ static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, co
     for (size_t k = 0; k < hits; k++) {
         const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
         if (want && eco_gpu_exact(a->gpu) == want) return;
-        if (strstr(list, a->gpu)) continue;
+        if (names_hold(list, a->gpu)) continue;
         int n = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", a->gpu);
         if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
     }
@@ -399,7 +408,7 @@ static void card_curve_note(eco_estimate *e, const eco_curve_set *set, const eco
     size_t at = 0;
     for (size_t i = 0; pool && i < pool->n_anchors; i++) {
         const char *g = pool->anchors[i].gpu;
-        if (!strcmp(g, c->card) || strstr(others, g)) continue;
+        if (!strcmp(g, c->card) || names_hold(others, g)) continue;
         int k = snprintf(others + at, sizeof others - at, "%s%s", at ? ", " : "", g);
         if (k > 0) at = (size_t)k >= sizeof others - at ? sizeof others - 1 : at + (size_t)k;
     }
@@ -421,7 +430,7 @@ static void pool_measured_note(eco_estimate *e, const eco_curve_set *set, const 
         const eco_anchor *a = &pool->anchors[i];
         if (fabs(a->params_b - N) > SIZE_TOL * a->params_b || !strcmp(a->gpu, c->card)) continue;
         sum += a->delta_pct * a->n_trials, w += a->n_trials;
-        if (strstr(cards, a->gpu)) continue;
+        if (names_hold(cards, a->gpu)) continue;
         int k = snprintf(cards + at, sizeof cards - at, "%s%s", at ? ", " : "", a->gpu);
         if (k > 0) at = (size_t)k >= sizeof cards - at ? sizeof cards - 1 : at + (size_t)k;
     }

@@ -246,7 +246,7 @@ static bool has_note(const eco_estimate *e, const char *text)
 static void test_card_curves(void **state)
 {
     (void)state;
-    eco_record rows[9];
+    eco_record rows[10];
     static const double h200[] = {1, 3, 7, 14}, h100[] = {1, 3, 7}, pcie[] = {3, 7};
     size_t n = 0;
     for (int i = 0; i < 4; i++, n++) {
@@ -263,12 +263,16 @@ static void test_card_curves(void **state)
         snprintf(rows[n].gpu, sizeof rows[n].gpu, "NVIDIA H100 PCIe");
         snprintf(rows[n].source, sizeof rows[n].source, "pcie:%g", pcie[i]);
     }
+    /* a card whose name begins another's ("NVIDIA H20" in "NVIDIA H200"): listed in notes as itself */
+    make_row(&rows[n], "hopper", ECO_PREC_NF4, 1, -22, 3, "nvml-energy-counter");
+    snprintf(rows[n].gpu, sizeof rows[n].gpu, "NVIDIA H20");
+    snprintf(rows[n++].source, sizeof rows[0].source, "h20:1");
     eco_curve_set *set = fit_rows(rows, n, NULL);
     assert_int_equal(set->n_curves, 3);
     const eco_curve *pool = eco_curve_set_find(set, "hopper", ECO_PREC_NF4);
     assert_non_null(pool);
     assert_string_equal(pool->card, "");
-    assert_int_equal(pool->n_anchors, 9);
+    assert_int_equal(pool->n_anchors, 10);
     const eco_curve *sxm = eco_curve_set_find_for(set, "hopper", ECO_PREC_NF4, "H100 SXM");
     assert_string_equal(sxm->card, "NVIDIA H100 80GB HBM3");
     assert_int_equal(sxm->n_anchors, 3);
@@ -287,7 +291,7 @@ static void test_card_curves(void **state)
     assert_true(e.delta_pct < -50); /* its own trend, not the pool's measured -35 */
     assert_true(has_note(&e, "14B was measured on NVIDIA H200 (ΔE -35.0%"));
     assert_true(has_note(&e, "curve fitted to the NVIDIA H100 80GB HBM3's own 3 measurements (3 sizes), not the hopper pool with "
-                             "NVIDIA H200, NVIDIA H100 PCIe"));
+                             "NVIDIA H200, NVIDIA H100 PCIe, NVIDIA H20:"));
     q.params_b = 5;
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_INTERPOLATED);
@@ -314,7 +318,10 @@ static void test_card_curves(void **state)
     q.params_b = 1; /* the pool's measurements at 1B, none on the PCIe card: noted */
     assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
     assert_int_equal(e.label, ECO_LABEL_MEASURED);
-    assert_true(has_note(&e, "not on the H100 PCIe"));
+    assert_true(has_note(&e, "ΔE measured on NVIDIA H200, NVIDIA H100 80GB HBM3, NVIDIA H20, not on the H100 PCIe"));
+    q.card = "H200"; /* its own curve: its own 1B measurement alone, not the pool mean */
+    assert_int_equal(eco_estimate_run(set, &q, &e), ECO_OK);
+    assert_near(e.delta_pct, -20, 1e-9);
     free(set);
 }
 
