@@ -195,6 +195,8 @@ const char *eco_recommendation_name(eco_recommendation r);
 const char *eco_arch_proxy(const char *arch, const char **reason, bool *weak);
 
 const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p); /* the arch's pool */
+/* The curve of exactly this card as recorded ("" or NULL: the arch's pool), else NULL: no fallback, no name matching. */
+const eco_curve *eco_curve_set_find_exact(const eco_curve_set *set, const char *arch, eco_precision p, const char *card);
 /* The asked card's own curve where the set has one (the card resolved through the GPU table), else the arch's pooled
  * one; card NULL: the pooled one. */
 const eco_curve *eco_curve_set_find_for(const eco_curve_set *set, const char *arch, eco_precision p, const char *card);

@@ -140,6 +140,14 @@ static bool names_hold(const char *list, const char *name)
     return false;
 }
 
+/* Appends a GPU name not yet in the ", "-separated list[cap] (*at: its length, kept within cap). */
+static void names_add(char *list, size_t cap, size_t *at, const char *name)
+{
+    if (names_hold(list, name)) return;
+    int n = snprintf(list + *at, cap - *at, "%s%s", *at ? ", " : "", name);
+    if (n > 0) *at = (size_t)n >= cap - *at ? cap - 1 : *at + (size_t)n;
+}
+
 /* A measured ΔE asked for a card none of its measurements ran on: say which cards they were. */
 static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, const char *card)
 {
@@ -150,9 +158,7 @@ static void other_card_note(eco_estimate *e, const eco_curve *c, size_t hits, co
     for (size_t k = 0; k < hits; k++) {
         const eco_anchor *a = &c->anchors[e->anchor_idx[k]];
         if (want && eco_gpu_exact(a->gpu) == want) return;
-        if (names_hold(list, a->gpu)) continue;
-        int n = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", a->gpu);
-        if (n > 0) at = (size_t)n >= sizeof list - at ? sizeof list - 1 : at + (size_t)n;
+        names_add(list, sizeof list, &at, a->gpu);
     }
     note(e, "ΔE measured on %s, not on the %s: another card of the %s architecture (labels are per architecture)", list,
          want ? want->name : card, c->arch);
@@ -407,10 +413,7 @@ static void card_curve_note(eco_estimate *e, const eco_curve_set *set, const eco
     char others[ECO_EST_NOTE_BYTES / 2] = "";
     size_t at = 0;
     for (size_t i = 0; pool && i < pool->n_anchors; i++) {
-        const char *g = pool->anchors[i].gpu;
-        if (!strcmp(g, c->card) || names_hold(others, g)) continue;
-        int k = snprintf(others + at, sizeof others - at, "%s%s", at ? ", " : "", g);
-        if (k > 0) at = (size_t)k >= sizeof others - at ? sizeof others - 1 : at + (size_t)k;
+        if (strcmp(pool->anchors[i].gpu, c->card)) names_add(others, sizeof others, &at, pool->anchors[i].gpu);
     }
     note(e, "curve fitted to the %s's own %zu measurements (%zu sizes), not the %s pool%s%s: cards of one architecture differ "
             "in power limit and memory bandwidth, and ΔE with them", c->card, c->n_anchors, c->n_distinct_sizes, c->arch,
@@ -430,9 +433,7 @@ static void pool_measured_note(eco_estimate *e, const eco_curve_set *set, const 
         const eco_anchor *a = &pool->anchors[i];
         if (fabs(a->params_b - N) > SIZE_TOL * a->params_b || !strcmp(a->gpu, c->card)) continue;
         sum += a->delta_pct * a->n_trials, w += a->n_trials;
-        if (names_hold(cards, a->gpu)) continue;
-        int k = snprintf(cards + at, sizeof cards - at, "%s%s", at ? ", " : "", a->gpu);
-        if (k > 0) at = (size_t)k >= sizeof cards - at ? sizeof cards - 1 : at + (size_t)k;
+        names_add(cards, sizeof cards, &at, a->gpu);
     }
     if (w > 0)
         note(e, "%.3gB was measured on %s (ΔE %+.1f%%, another card of the %s architecture), not on the %s: the answer is "

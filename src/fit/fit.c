@@ -571,6 +571,14 @@ typedef struct {
     char name[8][ECO_GPU_NAME_SIZE];
 } gpu_names;
 
+/* Adds a name not yet in g (as many as it holds). */
+static void gpu_names_add(gpu_names *g, const char *name)
+{
+    size_t k = 0;
+    while (k < g->n && strcmp(g->name[k], name)) k++;
+    if (k == g->n && g->n < sizeof g->name / sizeof g->name[0]) snprintf(g->name[g->n++], sizeof g->name[0], "%s", name);
+}
+
 /* The arch's fp16 baseline from its largest group; only_gpu: that recorded GPU's rows of the group alone (NULL: all).
  * seen (may be NULL): the GPU names of the rows it used. */
 static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const eco_fit_options *opt, const char *only_gpu,
@@ -647,10 +655,7 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
             size_t len = strlen(pt->gpus);
             snprintf(pt->gpus + len, sizeof pt->gpus - len, "%s%s", len ? " + " : "", r->gpu);
         }
-        size_t c = 0;
-        while (seen && c < seen->n && strcmp(seen->name[c], r->gpu)) c++;
-        if (seen && c == seen->n && seen->n < sizeof seen->name / sizeof seen->name[0])
-            snprintf(seen->name[seen->n++], sizeof seen->name[0], "%s", r->gpu);
+        if (seen) gpu_names_add(seen, r->gpu);
     }
     eco_clear_error();
     for (size_t s = 0; s < fb->n_points; s++) fb->points[s].e_mj /= fb->points[s].n_rows;
@@ -681,12 +686,7 @@ static eco_err fit_card_curves(eco_record *group, size_t m, const eco_fit_option
     const eco_curve *pc = &set->curves[pooled];
     if (!strcmp(pc->protocol, "pooled")) return ECO_OK; /* several protocols pooled: a card's subset would be another fit */
     gpu_names cards = {0};
-    for (size_t i = 0; i < pc->n_anchors; i++) {
-        size_t k = 0;
-        while (k < cards.n && strcmp(cards.name[k], pc->anchors[i].gpu)) k++;
-        if (k == cards.n && cards.n < sizeof cards.name / sizeof cards.name[0])
-            snprintf(cards.name[cards.n++], sizeof cards.name[0], "%s", pc->anchors[i].gpu);
-    }
+    for (size_t i = 0; i < pc->n_anchors; i++) gpu_names_add(&cards, pc->anchors[i].gpu);
     for (size_t k = 0; cards.n > 1 && k < cards.n; k++) {
         if (card_sizes(pc, cards.name[k]) < ECO_FIT_CARD_MIN_SIZES) continue;
         /* the card's rows of the pooled group first (a stable partition keeps their order) */
@@ -706,7 +706,6 @@ static eco_err fit_card_curves(eco_record *group, size_t m, const eco_fit_option
         if (err) return err;
         snprintf(c->card, sizeof c->card, "%s", cards.name[k]);
         set->n_curves++;
-        pc = &set->curves[pooled];
     }
     return ECO_OK;
 }
@@ -759,11 +758,18 @@ out:
     return err;
 }
 
+const eco_curve *eco_curve_set_find_exact(const eco_curve_set *set, const char *arch, eco_precision p, const char *card)
+{
+    for (size_t i = 0; set && arch && i < set->n_curves; i++) {
+        const eco_curve *c = &set->curves[i];
+        if (c->precision == p && !strcmp(c->arch, arch) && !strcmp(c->card, card ? card : "")) return c;
+    }
+    return NULL;
+}
+
 const eco_curve *eco_curve_set_find(const eco_curve_set *set, const char *arch, eco_precision p)
 {
-    for (size_t i = 0; set && arch && i < set->n_curves; i++)
-        if (set->curves[i].precision == p && !strcmp(set->curves[i].arch, arch) && !set->curves[i].card[0]) return &set->curves[i];
-    return NULL;
+    return eco_curve_set_find_exact(set, arch, p, "");
 }
 
 const eco_curve *eco_curve_set_find_for(const eco_curve_set *set, const char *arch, eco_precision p, const char *card)

@@ -85,7 +85,6 @@ static void put_range_pct(sbuf *s, const json_t *range)
     put_num(s, "%+.1f%%", json_is_number(json_array_get(range, 1)) ? json_number_value(json_array_get(range, 1)) : NAN);
 }
 
-/* Whether the anchors behind an answer used synthetic weights: said with it, as a trained checkpoint's would be read. */
 /* A card's own curve answered (curve.card): say whose, as the label's reading rests on that card's sizes alone. */
 static void put_card_curve(sbuf *s, const json_t *est)
 {
@@ -93,6 +92,7 @@ static void put_card_curve(sbuf *s, const json_t *est)
     if (card) sb_printf(s, " of the %s's own measurements", card);
 }
 
+/* Whether the anchors behind an answer used synthetic weights: said with it, as a trained checkpoint's would be read. */
 static void put_synthetic(sbuf *s, const json_t *est)
 {
     const json_t *anchors = at(est, "anchors"), *a;

@@ -276,9 +276,7 @@ eco_err eco_curves_from_json(const json_t *doc, eco_curve_set *set)
         snprintf(w, sizeof w, "curves[%zu]", i);
         const eco_curve *c = &set->curves[set->n_curves];
         TRY(read_curve(json_array_get(curves, i), &set->curves[set->n_curves], w));
-        for (size_t k = 0; k < set->n_curves; k++)
-            if (set->curves[k].precision == c->precision && !strcmp(set->curves[k].arch, c->arch) && !strcmp(set->curves[k].card, c->card))
-                return bad(w, "duplicate (arch, precision, card)");
+        if (eco_curve_set_find_exact(set, c->arch, c->precision, c->card)) return bad(w, "duplicate (arch, precision, card)");
         /* a card's curve answers beside its arch's pooled one, which the estimator's fallbacks read */
         if (c->card[0] && !eco_curve_set_find(set, c->arch, c->precision)) return bad(w, "a card's curve before its arch's pooled one");
         set->n_curves++;

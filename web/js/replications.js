@@ -44,7 +44,10 @@ function verdictFor(c, doc) {
   // the card itself where the site knows it (a card with a curve of its own is judged against that curve), else its
   // architecture
   let card = null;
-  try { card = g.name && eco.gpuArch(g.name) === (g.arch || eco.gpuArch(g.name)) ? g.name : null; } catch { card = null; }
+  try {
+    const named = g.name ? eco.gpuArch(g.name) : null;
+    card = named && (!g.arch || named === g.arch) ? g.name : null;
+  } catch { card = null; }
   const q = { gpu: card || g.arch || g.name || '', params_b: w.params_b, precision: c.precision };
   try {
     // the estimator's 95% range at this size is what the site predicts for a new measurement (it includes the

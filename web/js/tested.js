@@ -19,7 +19,6 @@ const STATE_DEFAULTS = { ...state }; // a permalink's missing key takes this, no
 const DEFAULT_VIEW = { arch: 'blackwell', prec: 'nf4', model: 'Qwen2.5-3B' };
 let eco, rows = [], curves = [];
 
-
 function fillSelect(sel, values, current, labelOf = (v) => v) {
   sel.replaceChildren(...values.map((v) => el('option', { value: v, selected: v === current }, labelOf(v))));
   if (!values.includes(current)) sel.value = values[0] ?? '';

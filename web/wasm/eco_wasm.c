@@ -180,9 +180,8 @@ EXPORT("eco_wasm_curve_add") int eco_wasm_curve_add(void)
     c->n_distinct_sizes = f[10] > 0 ? (size_t)f[10] : 0;
     c->loo_median_abs_pct = f[11]; c->loo_mae_pct = f[12];
     c->seed = f[13] > 0 ? (uint64_t)f[13] : 0;
-    for (size_t i = 0; i < g_set.n_curves; i++)
-        if (g_set.curves[i].precision == c->precision && !strcmp(g_set.curves[i].arch, c->arch) && !strcmp(g_set.curves[i].card, c->card))
-            TRY(eco_fail(ECO_EFORMAT, "curves.json: duplicate (arch, precision, card)"));
+    if (eco_curve_set_find_exact(&g_set, c->arch, c->precision, c->card))
+        TRY(eco_fail(ECO_EFORMAT, "curves.json: duplicate (arch, precision, card)"));
     if (c->card[0] && !eco_curve_set_find(&g_set, c->arch, c->precision))
         TRY(eco_fail_field(ECO_EFORMAT, "card", "curves.json: a card's curve before its arch's pooled one"));
     g_set.n_curves++;
@@ -544,11 +543,8 @@ EXPORT("eco_wasm_curve_index") int eco_wasm_curve_index(void)
 {
     eco_precision p;
     if (eco_precision_parse(g_str[1], &p)) { eco_clear_error(); return -1; }
-    for (size_t i = 0; i < g_set.n_curves; i++) {
-        const eco_curve *c = &g_set.curves[i];
-        if (c->precision == p && !strcmp(c->arch, g_str[0]) && !strcmp(c->card, g_str[2])) return (int)i;
-    }
-    return -1;
+    const eco_curve *c = eco_curve_set_find_exact(&g_set, g_str[0], p, g_str[2]);
+    return c ? (int)(c - g_set.curves) : -1;
 }
 
 /* n points log-spaced over [x0, x1] of curve idx -> f64: x[n], y[n], lo[n], hi[n]: the fitted curve, and the 95%
