@@ -7,7 +7,7 @@ HOST       ?= 127.0.0.1
 VAR        ?= var
 ECO        := $(BUILD)/eco
 
-.PHONY: all build asan data web serve check test bench clean
+.PHONY: all build asan data web serve check test bench fuzz clean
 
 all: build
 
@@ -47,5 +47,23 @@ bench: data
 	bench/api.sh
 	-$(BUILD)/bench/bench_engine
 
+# A libFuzzer campaign (clang) over every parser's target, FUZZ_SECONDS each, from a copy of its corpus in
+# $(FUZZ_BUILD)/corpus (the checked-in corpus is only read). CI replays the corpora instead (`make check`).
+# Findings land in $(FUZZ_BUILD)/findings/<target>/: add the input to tests/fuzz/corpus/<target>/ with the fix.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DECO_FUZZ=ON -DECO_SANITIZE=ON -DECO_CUDA=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/findings/$$t; \
+	  cp -n tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
+	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
+	  ECO_SOURCE_DIR=$(CURDIR) $(FUZZ_BUILD)/tests/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
+	    -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ $(FUZZ_BUILD)/corpus/$$t 2>&1 | grep -E "^Done [0-9]+ runs|ERROR|SUMMARY" || true; \
+	  test -z "$$(ls $(FUZZ_BUILD)/findings/$$t)" || { echo "$$t: findings in $(FUZZ_BUILD)/findings/$$t"; exit 1; }; \
+	done
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(VAR)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(VAR)

@@ -32,6 +32,7 @@ static const char BUILTIN[] =
     " \"merges\": [\"a b\", \"\\u0120 a\", \"ab c\", [\"1\", \"2\"]]}}";
 
 static eco_tokenizer *fixtures[3];
+static int from_file[3]; /* the built-in stand-in lacks most bytes: no round trip is owed through it */
 static int loaded;
 
 static void load_fixtures(void)
@@ -42,7 +43,10 @@ static void load_fixtures(void)
         char path[4096];
         if (root) {
             snprintf(path, sizeof path, "%s/tests/fixtures/tokenizer/%s.tokenizer.json", root, styles[i]);
-            if (eco_tokenizer_load(path, &fixtures[i]) == ECO_OK) continue;
+            if (eco_tokenizer_load(path, &fixtures[i]) == ECO_OK) {
+                from_file[i] = 1;
+                continue;
+            }
         }
         if (eco_tokenizer_load_json(BUILTIN, strlen(BUILTIN), &fixtures[i])) abort();
     }
@@ -107,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t olen;
         if (eco_tokenizer_decode(tok, ids, nids, &out, &olen) != ECO_OK) abort();
         /* exact round trip, except where gpt2's lstrip <mask> ate whitespace */
-        if (mode != 0 && (olen != n || memcmp(out, rest, n) != 0)) abort();
+        if (mode != 0 && from_file[mode] && (olen != n || memcmp(out, rest, n) != 0)) abort();
         free(out);
         free(ids);
         return 0;
