@@ -48,8 +48,9 @@ bench: data
 	-$(BUILD)/bench/bench_engine
 
 # A libFuzzer campaign (clang) over every parser's target, FUZZ_SECONDS each, from a copy of its corpus in
-# $(FUZZ_BUILD)/corpus (the checked-in corpus is only read). CI replays the corpora instead (`make check`).
-# Findings land in $(FUZZ_BUILD)/findings/<target>/: add the input to tests/fuzz/corpus/<target>/ with the fix.
+# $(FUZZ_BUILD)/corpus (the checked-in corpus is only read), with tests/fuzz/<target>.dict where there is one.
+# CI replays the corpora instead (`make check`). Findings land in $(FUZZ_BUILD)/findings/<target>/: add the input
+# to tests/fuzz/corpus/<target>/ with the fix.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
@@ -60,7 +61,8 @@ fuzz:
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/findings/$$t; \
 	  cp -n tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
 	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
-	  ECO_SOURCE_DIR=$(CURDIR) $(FUZZ_BUILD)/tests/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
+	  dict=; test -f tests/fuzz/$$t.dict && dict=-dict=tests/fuzz/$$t.dict; \
+	  ECO_SOURCE_DIR=$(CURDIR) $(FUZZ_BUILD)/tests/$$t $$dict -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
 	    -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ $(FUZZ_BUILD)/corpus/$$t 2>&1 | grep -E "^Done [0-9]+ runs|ERROR|SUMMARY" || true; \
 	  test -z "$$(ls $(FUZZ_BUILD)/findings/$$t)" || { echo "$$t: findings in $(FUZZ_BUILD)/findings/$$t"; exit 1; }; \
 	done
