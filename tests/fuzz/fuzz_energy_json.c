@@ -13,6 +13,7 @@
 #include "eco/jsonschema.h"
 #include "eco/measure.h"
 #include "eco/record.h"
+#include "fuzz_source_root.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,14 +23,7 @@ static void load_once(void)
 {
     if (energy) return;
     char root[4096];
-    const char *src = getenv("ECO_SOURCE_DIR");
-    if (src) snprintf(root, sizeof root, "%s", src);
-    else {
-        snprintf(root, sizeof root, "%s", __FILE__); /* CMake compiles it by absolute path */
-        char *cut = strstr(root, "/tests/fuzz/");
-        if (cut) *cut = '\0';
-        else snprintf(root, sizeof root, ".");
-    }
+    fuzz_source_root(root, sizeof root);
     char path[4200];
     snprintf(path, sizeof path, "%s/data/schema/energy.schema.json", root);
     if (eco_schema_compile_file(path, ECO_SCHEMA_STRICT, &energy)) {
