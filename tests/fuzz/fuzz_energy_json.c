@@ -5,7 +5,6 @@
  * schema's examples (tests/fuzz/corpus/fuzz_energy_json), whose deep structure random bytes would not find. */
 #include <jansson.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,15 +20,7 @@ static eco_schema *energy;
 
 static void load_once(void)
 {
-    if (energy) return;
-    char root[4096];
-    fuzz_source_root(root, sizeof root);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/data/schema/energy.schema.json", root);
-    if (eco_schema_compile_file(path, ECO_SCHEMA_STRICT, &energy)) {
-        fprintf(stderr, "fuzz_energy_json: %s\n", eco_last_error());
-        abort();
-    }
+    if (!energy) energy = fuzz_energy_schema("fuzz_energy_json");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -22,15 +22,9 @@ static void load_once(void)
     static int done;
     if (done) return;
     done = 1;
-    char root[4096];
-    fuzz_source_root(root, sizeof root);
+    energy = fuzz_energy_schema("fuzz_jsonschema");
     char path[4200];
-    snprintf(path, sizeof path, "%s/data/schema/energy.schema.json", root);
-    if (eco_schema_compile_file(path, ECO_SCHEMA_STRICT, &energy)) {
-        fprintf(stderr, "fuzz_jsonschema: %s\n", eco_last_error());
-        abort();
-    }
-    snprintf(path, sizeof path, "%s/data/schema/examples/energy.example.cpu-no-meter.json", root);
+    fuzz_source_path(path, sizeof path, "data/schema/examples/energy.example.cpu-no-meter.json");
     if (eco_json_load_file(path, 0, &example)) {
         fprintf(stderr, "fuzz_jsonschema: %s\n", eco_last_error());
         abort();
