@@ -8,6 +8,7 @@
 
 #include "eco/fit.h"
 #include "eco/stats.h"
+#include "fit_internal.h"
 
 #define SIZE_TOL 1e-6
 #define PROXY_SIGMA_PCT 10.0
@@ -131,19 +132,10 @@ static size_t own_card_first(const eco_curve *c, size_t *idx, size_t n, const ch
     return own;
 }
 
-/* Whether a ", "-separated list of GPU names holds this exact one ("RTX 4090" is not in "RTX 4090D"). */
-static bool names_hold(const char *list, const char *name)
-{
-    size_t len = strlen(name);
-    for (const char *at = list; (at = strstr(at, name)); at += len)
-        if ((at == list || (at - list >= 2 && !strncmp(at - 2, ", ", 2))) && (!at[len] || !strncmp(at + len, ", ", 2))) return true;
-    return false;
-}
-
 /* Appends a GPU name not yet in the ", "-separated list[cap] (*at: its length, kept within cap). */
 static void names_add(char *list, size_t cap, size_t *at, const char *name)
 {
-    if (names_hold(list, name)) return;
+    if (fit_names_hold(list, ", ", name)) return;
     int n = snprintf(list + *at, cap - *at, "%s%s", *at ? ", " : "", name);
     if (n > 0) *at = (size_t)n >= cap - *at ? cap - 1 : *at + (size_t)n;
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "eco/stats.h"
+#include "fit_internal.h"
 
 #define NSTAR_LO 0.1
 #define NSTAR_HI 200.0
@@ -556,12 +557,12 @@ void eco_curve_band95(const eco_curve *c, double params_b, double *lo, double *h
 
 /* ---- all groups ---- */
 
-/* Whether a " + "-separated list holds this exact name ("RTX 4090" is not in "RTX 4090D"). */
-static bool list_has(const char *list, const char *name)
+bool fit_names_hold(const char *list, const char *sep, const char *name)
 {
-    size_t len = strlen(name);
+    size_t len = strlen(name), sl = strlen(sep);
     for (const char *at = list; (at = strstr(at, name)); at += len)
-        if ((at == list || (at - list >= 3 && !strncmp(at - 3, " + ", 3))) && (!at[len] || !strncmp(at + len, " + ", 3))) return true;
+        if ((at == list || ((size_t)(at - list) >= sl && !strncmp(at - sl, sep, sl))) && (!at[len] || !strncmp(at + len, sep, sl)))
+            return true;
     return false;
 }
 
@@ -651,7 +652,7 @@ static void fit_fp16(const eco_record *rows, size_t n, const char *arch, const e
         pt->n_rows++;
         if (r->e_fp16_mj < pt->e_min_mj) pt->e_min_mj = r->e_fp16_mj;
         if (r->e_fp16_mj > pt->e_max_mj) pt->e_max_mj = r->e_fp16_mj;
-        if (!list_has(pt->gpus, r->gpu)) {
+        if (!fit_names_hold(pt->gpus, " + ", r->gpu)) {
             size_t len = strlen(pt->gpus);
             snprintf(pt->gpus + len, sizeof pt->gpus - len, "%s%s", len ? " + " : "", r->gpu);
         }
