@@ -4,14 +4,15 @@
  *          be refused with EINVAL.
  *   3..  : the rest is a tokenizer.json; when it loads, it must encode and decode a few texts without
  *          crashing, and every id it produces must be inside its vocabulary.
- * Fixtures come from $ECO_SOURCE_DIR/tests/fixtures/tokenizer (set by CTest); without it a built-in
- * Llama-3-style tokenizer stands in for all three. */
+ * Fixtures come from tests/fixtures/tokenizer of the source tree (fuzz_source_path); where one cannot be read a
+ * built-in Llama-3-style tokenizer stands in for it, through which no round trip is owed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eco/tokenizer.h"
+#include "fuzz_source_root.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,16 +39,15 @@ static int loaded;
 static void load_fixtures(void)
 {
     static const char *const styles[3] = {"gpt2", "qwen2", "llama3"};
-    const char *root = getenv("ECO_SOURCE_DIR");
     for (int i = 0; i < 3; i++) {
-        char path[4096];
-        if (root) {
-            snprintf(path, sizeof path, "%s/tests/fixtures/tokenizer/%s.tokenizer.json", root, styles[i]);
-            if (eco_tokenizer_load(path, &fixtures[i]) == ECO_OK) {
-                from_file[i] = 1;
-                continue;
-            }
+        char rel[128], path[4300];
+        snprintf(rel, sizeof rel, "tests/fixtures/tokenizer/%s.tokenizer.json", styles[i]);
+        fuzz_source_path(path, sizeof path, rel);
+        if (eco_tokenizer_load(path, &fixtures[i]) == ECO_OK) {
+            from_file[i] = 1;
+            continue;
         }
+        eco_clear_error();
         if (eco_tokenizer_load_json(BUILTIN, strlen(BUILTIN), &fixtures[i])) abort();
     }
     loaded = 1;
