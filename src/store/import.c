@@ -380,9 +380,8 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
 
 /* After every file: the stored rows of a file read to its end that no row of it gave again are gone from it (an
  * edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both; links,
- * quality, batch and phase rows from its lines that this import did not give again go too. Once for the whole
- * import, after the files that link to others' rows were read (a link made earlier must not lose its row to a
- * later file's removal). */
+ * quality, batch and phase rows from its lines that this import did not give again go too. After each pass over
+ * the files, not after each file: a link made in a pass must not lose its row to a later file's removal. */
 static eco_err remove_stale_rows(ctx *x)
 {
     char links[320];
@@ -1556,8 +1555,11 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
     manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
     if (!group && !e) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");
     /* Files whose rows stand alone first, then those checked or linked against them (a config table's rows that
-     * repeat measured.csv's are linked to them), whatever the manifest's order. */
-    for (int pass = 0; pass < 2; pass++)
+     * repeat measured.csv's are linked to them), whatever the manifest's order. The stand-alone files' stale rows
+     * go before the second pass: a row checked or linked against must be one their files still hold (a config row
+     * linked to a measured row that is then removed would be lost, and a summary checked against old replicates
+     * would be refused). */
+    for (int pass = 0; pass < 2 && !e; pass++) {
         for (size_t i = 0; i < n && !e; i++) {
             if (!kind_is_imported(entries[i].kind) || kind_is_dependent(entries[i].kind) != (pass == 1)) continue;
             /* every entry of one file (measured.csv has one per campaign) is imported together, wherever it sits */
@@ -1571,8 +1573,9 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
             e = import_file(&x, dir, group, g, &fe);
             if (fe && !file_err) file_err = fe;
         }
+        if (!e) e = remove_stale_rows(&x);
+    }
     free(group);
-    if (!e) e = remove_stale_rows(&x);
     eco_err e2 = record_import(&x, dir, manifest_path, false);
     report->import_id = x.import_id;
     free(entries);

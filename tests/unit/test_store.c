@@ -516,6 +516,59 @@ static void test_changed_row_is_updated_not_duplicated(void **state)
     eco_store_close(s);
 }
 
+/* Rows checked or linked against another file's rows must see that file as it is now, not its stale rows (found by
+ * fuzz_import): measured.csv emptied to its header once linked the A800 table's rows to measured rows that the same
+ * import then removed, losing them; a replicates file with a row dropped and put back made the summary check read
+ * the old replicate record and refuse the real file. */
+static void test_edited_file_is_checked_against_current_rows(void **state)
+{
+    (void)state;
+    char src[1024], dir[512], path[1024];
+    copy_dir(ref_dir(src, sizeof src), tmp_path("edited", dir, sizeof dir));
+    eco_store *s = open_fresh("edited.db");
+    eco_import_report rep;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    /* of the A800 table's 12 quantized rows, the 6 int8-mixed and nf4 ones repeat measured.csv and are linked */
+    assert_int_equal(count_of(s, NULL, NULL, "ecocompute-ai_a800_summary.csv"), 6);
+
+    snprintf(path, sizeof path, "%s/measured.csv", dir);
+    char *orig;
+    size_t len;
+    assert_int_equal(eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &orig, &len), ECO_OK);
+    const char *eol = memchr(orig, '\n', len);
+    assert_non_null(eol);
+    write_file(path, orig, (size_t)(eol - orig) + 1);
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_int_equal(count_of(s, NULL, NULL, "measured.csv"), 0);
+    /* all 12 are records of their own now, in this import, not the next one */
+    assert_int_equal(count_of(s, NULL, NULL, "ecocompute-ai_a800_summary.csv"), 12);
+    eco_import_report again;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &again), ECO_OK);
+    assert_int_equal(again.rows_inserted, 0);
+    assert_int_equal(again.rows_removed, 0);
+    assert_int_equal(again.rows_linked, rep.rows_linked);
+
+    write_file(path, orig, len);
+    free(orig);
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_int_equal(count_of(s, NULL, NULL, "measured.csv"), 29);
+    assert_int_equal(count_of(s, NULL, NULL, "ecocompute-ai_a800_summary.csv"), 6);
+    assert_int_equal(rep.rows_linked, 19);
+
+    /* a replicate row dropped, then put back */
+    snprintf(path, sizeof path, "%s/rtx4090_int8_repeats_2026-08-20.csv", dir);
+    assert_int_equal(eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &orig, &len), ECO_OK);
+    replace_line(path, 2, "");
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    write_file(path, orig, len);
+    free(orig);
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_int_equal(rep.rows_rejected, 0);
+    assert_string_equal(rep.first_error, "");
+    check_reference_contents(s);
+    eco_store_close(s);
+}
+
 static void test_oversize_and_missing_files(void **state)
 {
     (void)state;
@@ -819,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_import_shared_folder_with_manifest),
         cmocka_unit_test(test_malformed_rows_are_reported_and_skipped),
         cmocka_unit_test(test_changed_row_is_updated_not_duplicated),
+        cmocka_unit_test(test_edited_file_is_checked_against_current_rows),
         cmocka_unit_test(test_oversize_and_missing_files),
         cmocka_unit_test(test_insert_and_filters),
         cmocka_unit_test(test_replications_and_runs),
