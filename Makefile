@@ -62,9 +62,12 @@ fuzz:
 	  cp -n tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null || true; \
 	  echo "== $$t ($(FUZZ_SECONDS) s)"; \
 	  dict=; test -f tests/fuzz/$$t.dict && dict=-dict=tests/fuzz/$$t.dict; \
+	  log=$(FUZZ_BUILD)/findings/$$t.log; \
 	  ECO_SOURCE_DIR=$(CURDIR) $(FUZZ_BUILD)/tests/$$t $$dict -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 \
-	    -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ $(FUZZ_BUILD)/corpus/$$t 2>&1 | grep -E "^Done [0-9]+ runs|ERROR|SUMMARY" || true; \
-	  test -z "$$(ls $(FUZZ_BUILD)/findings/$$t)" || { echo "$$t: findings in $(FUZZ_BUILD)/findings/$$t"; exit 1; }; \
+	    -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ $(FUZZ_BUILD)/corpus/$$t >$$log 2>&1 || true; \
+	  grep -E "^Done [0-9]+ runs|ERROR|SUMMARY|^$$t: " $$log || true; \
+	  test -z "$$(ls $(FUZZ_BUILD)/findings/$$t)" || { echo "$$t: findings in $(FUZZ_BUILD)/findings/$$t (log: $$log)"; exit 1; }; \
+	  grep -qE "^Done [0-9]+ runs" $$log || { echo "$$t: the campaign did not run to its end: $$log"; tail -5 $$log; exit 1; }; \
 	done
 
 clean:
