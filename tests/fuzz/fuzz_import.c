@@ -80,7 +80,7 @@ static bool is_dependent_kind(const char *kind)
 /* The manifest's imported files, each once, with their kind's dependence. */
 static void read_manifest(const char *src)
 {
-    char path[1024];
+    char path[4400];
     snprintf(path, sizeof path, "%s/manifest.csv", src);
     char *text;
     size_t len;
@@ -123,7 +123,7 @@ static void copy_reference(const char *src)
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char from[1024], to[1024];
+        char from[4600], to[1024];
         snprintf(from, sizeof from, "%s/%s", src, e->d_name);
         snprintf(to, sizeof to, "%s/%s", g.dir, e->d_name);
         char *text;
