@@ -1,7 +1,7 @@
 /* libFuzzer target: the reference-dataset import (src/store/import.c) with one of its files replaced by the input.
- * The first byte picks the file (the manifest's imported files, in order); the rest is that file's new content.
- * The import runs on a store that already holds the real dataset, as `eco import` does after someone edits a file,
- * and must keep these promises:
+ * The first byte picks the file (its low 7 bits: the manifest's imported files, in order) and the store (its top
+ * bit: an empty store, a first import; else one that already holds the real dataset, as when `eco import` is run
+ * again after someone edits a file); the rest is that file's new content. The import must keep these promises:
  *   - a bad file or row is refused with a documented code and a message, logged once per rejected row or failed
  *     file in import_errors, and blamed on the file that holds it (or a file checked against it);
  *   - the rows of the other stand-alone files stay exactly as they were (nothing else is lost);
@@ -45,7 +45,8 @@ typedef struct {
 static struct {
     bool ready;
     char dir[512];
-    eco_store *store;
+    eco_store *store; /* holds the real dataset between inputs */
+    eco_store *cur;   /* the store an input is imported into: that one, or an empty one */
     data_file files[MAX_FILES];
     size_t n_files;
     snapshot baseline;
@@ -167,7 +168,7 @@ static void snapshot_free(snapshot *s)
 static void dump_query(snapshot *s, const char *table, const char *sql)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(g.store->db, sql, -1, &st, NULL) != SQLITE_OK) fail("%s: %s", sql, sqlite3_errmsg(g.store->db));
+    if (sqlite3_prepare_v2(g.cur->db, sql, -1, &st, NULL) != SQLITE_OK) fail("%s: %s", sql, sqlite3_errmsg(g.cur->db));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         char *line = NULL;
@@ -189,7 +190,7 @@ static void dump_query(snapshot *s, const char *table, const char *sql)
         if (fclose(f)) fail("out of memory");
         add_line(s, line);
     }
-    if (rc != SQLITE_DONE) fail("%s: %s", sql, sqlite3_errmsg(g.store->db));
+    if (rc != SQLITE_DONE) fail("%s: %s", sql, sqlite3_errmsg(g.cur->db));
     sqlite3_finalize(st);
 }
 
@@ -245,6 +246,7 @@ static void set_up(void)
     char db[600];
     snprintf(db, sizeof db, "%s/store.db", g.dir);
     if (eco_store_open(db, &g.store)) fail("%s", eco_last_error());
+    g.cur = g.store;
     eco_import_report rep;
     if (eco_store_import_reference_dir(g.store, g.dir, &rep) || rep.rows_rejected || rep.files_failed)
         fail("the real dataset does not import cleanly: %s", rep.first_error);
@@ -279,7 +281,7 @@ static void check_errors(const eco_import_report *rep, const data_file *replaced
 {
     eco_import_error *errs;
     size_t n;
-    if (eco_store_list_import_errors(g.store, rep->import_id, &errs, &n)) fail("%s", eco_last_error());
+    if (eco_store_list_import_errors(g.cur, rep->import_id, &errs, &n)) fail("%s", eco_last_error());
     if (n != rep->rows_rejected + rep->files_failed)
         fail("%zu errors logged for %zu rejected rows and %zu failed files", n, rep->rows_rejected, rep->files_failed);
     for (size_t i = 0; i < n; i++) {
@@ -298,7 +300,7 @@ static void check_records(void)
 {
     eco_record *r;
     size_t n;
-    if (eco_store_query_records(g.store, NULL, &r, &n)) fail("%s", eco_last_error());
+    if (eco_store_query_records(g.cur, NULL, &r, &n)) fail("%s", eco_last_error());
     for (size_t i = 0; i < n; i++)
         if (eco_record_check(&r[i])) fail("stored record %s fails its check: %s", r[i].source, eco_last_error());
     free(r);
@@ -311,13 +313,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atexit(tear_down);
     }
     if (size < 1) return 0;
-    const data_file *f = &g.files[data[0] % g.n_files];
+    const data_file *f = &g.files[(data[0] & 0x7f) % g.n_files];
+    /* the first byte's top bit: into an empty store (a first import of a damaged folder) */
+    bool empty = data[0] & 0x80;
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/empty.db", g.dir);
+    if (empty) {
+        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        for (int i = 0; i < 3; i++) {
+            char p[640];
+            snprintf(p, sizeof p, "%s%s", fresh, suffixes[i]);
+            unlink(p);
+        }
+        if (eco_store_open(fresh, &g.cur)) fail("%s", eco_last_error());
+    }
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", g.dir, f->name);
     write_bytes(path, data + 1, size - 1);
 
     eco_import_report first, again, back;
-    eco_err e = eco_store_import_reference_dir(g.store, g.dir, &first);
+    eco_err e = eco_store_import_reference_dir(g.cur, g.dir, &first);
     if (!known_file_error(e)) fail("%s: the import failed with %s: %s", f->name, eco_err_name(e), eco_last_error());
     if (e && (!first.first_error[0] || !eco_last_error()[0])) fail("%s: refused without a message", f->name);
     if (!e && first.files_failed) fail("%s: %zu files failed but the import returned OK", f->name, first.files_failed);
@@ -328,7 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < g.n_files; i++)
         if (&g.files[i] != f && !g.files[i].dependent) expect_same(&g.baseline, &edited, g.files[i].name, "another file");
 
-    eco_err e2 = eco_store_import_reference_dir(g.store, g.dir, &again);
+    eco_err e2 = eco_store_import_reference_dir(g.cur, g.dir, &again);
     if (e2 != e) fail("%s: a second import returned %s, the first %s", f->name, eco_err_name(e2), eco_err_name(e));
     if (again.rows_inserted || again.rows_updated || again.rows_removed || again.rows_rejected != first.rows_rejected ||
         again.rows_linked != first.rows_linked)
@@ -342,11 +357,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snapshot_free(&edited);
 
     write_bytes(path, f->original, f->original_len);
-    if (eco_store_import_reference_dir(g.store, g.dir, &back) || back.rows_rejected || back.files_failed)
+    if (eco_store_import_reference_dir(g.cur, g.dir, &back) || back.rows_rejected || back.files_failed)
         fail("%s: the real file back does not import cleanly: %s", f->name, back.first_error);
     snapshot restored;
     take_snapshot(&restored);
     expect_same(&g.baseline, &restored, NULL, "real file back");
     snapshot_free(&restored);
+    if (empty) {
+        eco_store_close(g.cur);
+        g.cur = g.store;
+    }
     return 0;
 }
