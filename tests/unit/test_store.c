@@ -497,14 +497,24 @@ static void test_malformed_rows_are_reported_and_skipped(void **state)
     eco_store_close(s);
 }
 
+/* A copy of the reference folder at <tmp>/name, imported into a fresh <tmp>/name.db. */
+static eco_store *imported_copy(const char *name, char *dir, size_t cap)
+{
+    char src[1024], db[600];
+    copy_dir(ref_dir(src, sizeof src), tmp_path(name, dir, cap));
+    snprintf(db, sizeof db, "%s.db", name);
+    eco_store *s = open_fresh(db);
+    eco_import_report rep;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    return s;
+}
+
 static void test_changed_row_is_updated_not_duplicated(void **state)
 {
     (void)state;
-    char src[1024], dir[512], path[1024];
-    copy_dir(ref_dir(src, sizeof src), tmp_path("changed", dir, sizeof dir));
-    eco_store *s = open_fresh("changed.db");
+    char dir[512], path[1024];
+    eco_store *s = imported_copy("changed", dir, sizeof dir);
     eco_import_report rep;
-    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
     snprintf(path, sizeof path, "%s/measured.csv", dir);
     replace_line(path, 10, "RTX 4090,ada,24,Qwen2-7B,7.0,NF4,5467.88,3900.00,10,1,,corrected");
     assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
@@ -523,11 +533,9 @@ static void test_changed_row_is_updated_not_duplicated(void **state)
 static void test_edited_file_is_checked_against_current_rows(void **state)
 {
     (void)state;
-    char src[1024], dir[512], path[1024];
-    copy_dir(ref_dir(src, sizeof src), tmp_path("edited", dir, sizeof dir));
-    eco_store *s = open_fresh("edited.db");
+    char dir[512], path[1024];
+    eco_store *s = imported_copy("edited", dir, sizeof dir);
     eco_import_report rep;
-    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
     /* of the A800 table's 12 quantized rows, the 6 int8-mixed and nf4 ones repeat measured.csv and are linked */
     assert_int_equal(count_of(s, NULL, NULL, "ecocompute-ai_a800_summary.csv"), 6);
 
