@@ -350,6 +350,11 @@ static void count(ctx *x, store_upsert r)
 #define OF_A_FILE_READ(col) \
     "EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(" col ", 1, length(r.file) + 1) = r.file || ':')"
 
+/* SQL: a stored record that this import will keep: not a row of a file it read to its end that no line gave again
+ * (remove_stale_rows takes those after the pass). Rows of files it could not read stay. */
+#define NOT_STALE \
+    "(source_file NOT IN (SELECT file FROM temp.import_read) OR id IN (SELECT id FROM temp.import_touched))"
+
 /* Notes in one of the import's temp tables (insert, one placeholder) that this import gave a row, a line or read a
  * file: what remove_stale_rows keeps. text NULL binds id. */
 static eco_err mark(ctx *x, const char *insert, const char *text, int64_t id)
@@ -927,7 +932,7 @@ static eco_err find_duplicate(ctx *x, const eco_record *r, int64_t *id, char *sr
     static const char sql[] =
         "SELECT id, source, model, n_trials FROM records WHERE origin = 'reference' AND arch = ? AND precision = ? "
         "AND source_file <> ? AND abs(e_fp16_mj - ?) <= 0.0051 + 1e-6 * ? AND abs(e_quant_mj - ?) <= 0.0051 + 1e-6 * ? "
-        "ORDER BY id NOT IN (SELECT id FROM temp.import_touched), id"; /* a row this import gave: not one it removes */
+        "AND " NOT_STALE " ORDER BY id NOT IN (SELECT id FROM temp.import_touched), id"; /* a row this import gave first */
     *id = 0;
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) return eco_last_error_code();
@@ -957,7 +962,8 @@ static eco_err find_duplicate(ctx *x, const eco_record *r, int64_t *id, char *sr
 static int campaign_trials(ctx *x, const char *session, const char *model, char *name, size_t cap)
 {
     name[0] = '\0';
-    static const char sql[] = "SELECT model, n_trials FROM records WHERE session = ? AND source_file <> ? ORDER BY id";
+    static const char sql[] =
+        "SELECT model, n_trials FROM records WHERE session = ? AND source_file <> ? AND " NOT_STALE " ORDER BY id";
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) { eco_clear_error(); return 0; }
     store_bind_text(st, 1, session, false);

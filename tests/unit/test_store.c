@@ -577,6 +577,56 @@ static void test_edited_file_is_checked_against_current_rows(void **state)
     eco_store_close(s);
 }
 
+/* The same within the dependent pass: a config table that repeats another one of its campaign (listed after it) must
+ * not be linked to a row the earlier table no longer holds, which this import removes at the end of the pass. */
+static void test_link_never_targets_a_row_being_removed(void **state)
+{
+    (void)state;
+    char dir[512], path[1024], copy[1024], manifest[1024];
+    eco_store *s = imported_copy("twin", dir, sizeof dir);
+    /* a twin of the A800 table, as a second config-table file of the same campaign */
+    snprintf(path, sizeof path, "%s/ecocompute-ai_a800_summary.csv", dir);
+    snprintf(copy, sizeof copy, "%s/a800_twin.csv", dir);
+    char *text;
+    size_t len;
+    assert_int_equal(eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &text, &len), ECO_OK);
+    write_file(copy, text, len);
+    free(text);
+    snprintf(manifest, sizeof manifest, "%s/manifest.csv", dir);
+    assert_int_equal(eco_store_read_file(manifest, ECO_STORE_MAX_FILE_BYTES, &text, &len), ECO_OK);
+    const char *entry = strstr(text, "\necocompute-ai_a800_summary.csv,config-table,");
+    assert_non_null(entry);
+    const char *end = strchr(entry + 1, '\n');
+    assert_non_null(end);
+    size_t entry_len = (size_t)(end - entry) - strlen("\necocompute-ai_a800_summary.csv");
+    FILE *f = fopen(manifest, "ab");
+    assert_non_null(f);
+    fprintf(f, "%sa800_twin.csv%.*s\n", text[len - 1] == '\n' ? "" : "\n", (int)entry_len,
+            entry + strlen("\necocompute-ai_a800_summary.csv"));
+    fclose(f);
+    free(text);
+
+    eco_import_report rep;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_int_equal(rep.rows_rejected, 0);
+    /* the twin's rows are all links: 6 to measured.csv, 6 to the A800 table's own records (int8 and nf4-dq) */
+    assert_int_equal(count_of(s, NULL, NULL, "a800_twin.csv"), 0);
+    assert_int_equal(count_of(s, NULL, "int8", "ecocompute-ai_a800_summary.csv"), 3);
+
+    /* the A800 table's line 4 (Mistral int8) becomes an nf4-dq row: its int8 record is stale */
+    replace_line(path, 4, "Mistral-7B-v0.1,nf4_dq,A800-SXM4-80GB,6528.08,18.54,121.47,0.89,4.729");
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_int_equal(count_of(s, NULL, "int8", "ecocompute-ai_a800_summary.csv"), 2);
+    /* so the twin's line 4 is a record of its own now, not a link to the removed row */
+    assert_int_equal(count_of(s, NULL, "int8", "a800_twin.csv"), 1);
+    eco_import_report again;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &again), ECO_OK);
+    assert_int_equal(again.rows_inserted, 0);
+    assert_int_equal(again.rows_removed, 0);
+    assert_int_equal(count_of(s, NULL, "int8", "a800_twin.csv"), 1);
+    eco_store_close(s);
+}
+
 static void test_oversize_and_missing_files(void **state)
 {
     (void)state;
@@ -881,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_malformed_rows_are_reported_and_skipped),
         cmocka_unit_test(test_changed_row_is_updated_not_duplicated),
         cmocka_unit_test(test_edited_file_is_checked_against_current_rows),
+        cmocka_unit_test(test_link_never_targets_a_row_being_removed),
         cmocka_unit_test(test_oversize_and_missing_files),
         cmocka_unit_test(test_insert_and_filters),
         cmocka_unit_test(test_replications_and_runs),
