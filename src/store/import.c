@@ -350,13 +350,16 @@ static void count(ctx *x, store_upsert r)
 #define OF_A_FILE_READ(col) \
     "EXISTS (SELECT 1 FROM temp.import_read r WHERE substr(" col ", 1, length(r.file) + 1) = r.file || ':')"
 
-/* SQL: a stored record that this import will keep: not a row of a file it read to its end that no line gave again
- * (remove_stale_rows takes those after the pass). Rows of files it could not read stay. */
-#define NOT_STALE \
-    "(source_file NOT IN (SELECT file FROM temp.import_read) OR id IN (SELECT id FROM temp.import_touched))"
+/* SQL: a stored record that a row may be linked to or named after: one this import gave, or one of a file it will
+ * not give again (tried and could not read, so its rows are kept, or not in the manifest). Never a row of a file read
+ * to its end that no line gave again (remove_stale_rows takes those after the pass), nor one of a file still to be
+ * read: which of two repeating rows is the record must follow the manifest's order, not the store's history. */
+#define LINKABLE                                                                                                   \
+    "(id IN (SELECT id FROM temp.import_touched) OR (source_file NOT IN (SELECT file FROM temp.import_read) AND " \
+    "source_file NOT IN (SELECT file FROM temp.import_pending)))"
 
-/* Notes in one of the import's temp tables (insert, one placeholder) that this import gave a row, a line or read a
- * file: what remove_stale_rows keeps. text NULL binds id. */
+/* Notes in one of the import's temp tables (a statement with one placeholder) that this import gave a row, a line or
+ * read a file (what remove_stale_rows keeps), or has a file still to read (LINKABLE). text NULL binds id. */
 static eco_err mark(ctx *x, const char *insert, const char *text, int64_t id)
 {
     sqlite3_stmt *st = store_stmt(x->s, insert);
@@ -932,7 +935,7 @@ static eco_err find_duplicate(ctx *x, const eco_record *r, int64_t *id, char *sr
     static const char sql[] =
         "SELECT id, source, model, n_trials FROM records WHERE origin = 'reference' AND arch = ? AND precision = ? "
         "AND source_file <> ? AND abs(e_fp16_mj - ?) <= 0.0051 + 1e-6 * ? AND abs(e_quant_mj - ?) <= 0.0051 + 1e-6 * ? "
-        "AND " NOT_STALE " ORDER BY id NOT IN (SELECT id FROM temp.import_touched), id"; /* a row this import gave first */
+        "AND " LINKABLE " ORDER BY id NOT IN (SELECT id FROM temp.import_touched), id"; /* a row this import gave first */
     *id = 0;
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) return eco_last_error_code();
@@ -963,7 +966,7 @@ static int campaign_trials(ctx *x, const char *session, const char *model, char 
 {
     name[0] = '\0';
     static const char sql[] =
-        "SELECT model, n_trials FROM records WHERE session = ? AND source_file <> ? AND " NOT_STALE " ORDER BY id";
+        "SELECT model, n_trials FROM records WHERE session = ? AND source_file <> ? AND " LINKABLE " ORDER BY id";
     sqlite3_stmt *st = store_stmt(x->s, sql);
     if (!st) { eco_clear_error(); return 0; }
     store_bind_text(st, 1, session, false);
@@ -1556,7 +1559,13 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
     e = store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS import_touched (id INTEGER PRIMARY KEY);"
                       "CREATE TEMP TABLE IF NOT EXISTS import_read (file TEXT PRIMARY KEY);"
                       "CREATE TEMP TABLE IF NOT EXISTS import_sources (source TEXT PRIMARY KEY);"
-                      "DELETE FROM temp.import_touched; DELETE FROM temp.import_read; DELETE FROM temp.import_sources");
+                      "CREATE TEMP TABLE IF NOT EXISTS import_pending (file TEXT PRIMARY KEY);"
+                      "DELETE FROM temp.import_touched; DELETE FROM temp.import_read; DELETE FROM temp.import_sources;"
+                      "DELETE FROM temp.import_pending");
+    /* the files still to be read (LINKABLE) */
+    for (size_t i = 0; i < n && !e; i++)
+        if (kind_is_imported(entries[i].kind))
+            e = mark(&x, "INSERT OR IGNORE INTO temp.import_pending (file) VALUES (?)", entries[i].file, 0);
     eco_err file_err = ECO_OK;
     manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
     if (!group && !e) e = eco_fail(ECO_ENOMEM, "manifest: out of memory");
@@ -1576,7 +1585,8 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
             for (size_t k = i; k < n; k++)
                 if (!strcmp(entries[k].file, entries[i].file)) group[g++] = entries[k];
             eco_err fe = ECO_OK;
-            e = import_file(&x, dir, group, g, &fe);
+            e = mark(&x, "DELETE FROM temp.import_pending WHERE file = ?", entries[i].file, 0);
+            if (!e) e = import_file(&x, dir, group, g, &fe);
             if (fe && !file_err) file_err = fe;
         }
         if (!e) e = remove_stale_rows(&x);

@@ -1,5 +1,6 @@
 /* libFuzzer target: the reference-dataset import (src/store/import.c) with one of its files replaced by the input.
- * The first byte picks the file (its low 7 bits: the manifest's imported files, in order) and the store (its top
+ * The reference folder is copied with a twin of each config table added (see add_twins).
+ * The first byte picks the file (its low 7 bits: the manifest's imported files, in order, twins last) and the store (its top
  * bit: an empty store, a first import; else one that already holds the real dataset, as when `eco import` is run
  * again after someone edits a file); the rest is that file's new content. The import must keep these promises:
  *   - a bad file or row is refused with a documented code and a message, logged once per rejected row or failed
@@ -79,10 +80,10 @@ static bool is_dependent_kind(const char *kind)
 }
 
 /* The manifest's imported files, each once, with their kind's dependence. */
-static void read_manifest(const char *src)
+static void read_manifest(const char *dir)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/manifest.csv", src);
+    char path[700];
+    snprintf(path, sizeof path, "%s/manifest.csv", dir);
     char *text;
     size_t len;
     if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &text, &len)) fail("%s", eco_last_error());
@@ -131,17 +132,56 @@ static void copy_reference(const char *src)
         size_t len;
         if (eco_store_read_file(from, ECO_STORE_MAX_FILE_BYTES, &text, &len)) continue; /* a folder */
         write_bytes(to, text, len);
-        for (size_t i = 0; i < g.n_files; i++)
-            if (!strcmp(g.files[i].name, e->d_name)) {
-                g.files[i].original = text;
-                g.files[i].original_len = len;
-                text = NULL;
-            }
         free(text);
     }
     closedir(d);
-    for (size_t i = 0; i < g.n_files; i++)
-        if (!g.files[i].original) fail("%s is in the manifest but not in %s", g.files[i].name, src);
+}
+
+/* A twin of every config table (twin-<file>, same manifest fields, listed last): the real manifest gives each
+ * campaign one table, so without twins no config row could repeat another config table's row, and the links
+ * between dependent files would go untested. */
+static void add_twins(void)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/manifest.csv", g.dir);
+    char *text;
+    size_t len;
+    if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &text, &len)) fail("%s", eco_last_error());
+    FILE *out = fopen(path, "ab");
+    if (!out) fail("cannot append to %s", path);
+    if (len && text[len - 1] != '\n') fputc('\n', out);
+    for (const char *line = text; line < text + len;) {
+        const char *end = memchr(line, '\n', (size_t)(text + len - line));
+        if (!end) end = text + len;
+        const char *comma = memchr(line, ',', (size_t)(end - line));
+        static const char kind[] = ",config-table,";
+        if (comma && (size_t)(end - comma) > strlen(kind) && !strncmp(comma, kind, strlen(kind))) {
+            char name[160], from[1024], to[1024];
+            snprintf(name, sizeof name, "%.*s", (int)(comma - line), line);
+            fprintf(out, "twin-%.*s\n", (int)(end - line), line);
+            snprintf(from, sizeof from, "%s/%s", g.dir, name);
+            snprintf(to, sizeof to, "%s/twin-%s", g.dir, name);
+            char *table;
+            size_t n;
+            if (eco_store_read_file(from, ECO_STORE_MAX_FILE_BYTES, &table, &n)) fail("%s", eco_last_error());
+            write_bytes(to, table, n);
+            free(table);
+        }
+        line = end + 1;
+    }
+    if (fclose(out)) fail("cannot write %s", path);
+    free(text);
+}
+
+/* Each imported file's real content, written back after an input replaced it. */
+static void load_originals(void)
+{
+    for (size_t i = 0; i < g.n_files; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", g.dir, g.files[i].name);
+        if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &g.files[i].original, &g.files[i].original_len))
+            fail("%s is in the manifest but cannot be read: %s", g.files[i].name, eco_last_error());
+    }
 }
 
 static void add_line(snapshot *s, char *line)
@@ -237,12 +277,14 @@ static void set_up(void)
 {
     char src[4200];
     fuzz_source_path(src, sizeof src, "data/reference");
-    read_manifest(src);
-    if (!g.n_files) fail("the manifest lists no imported file");
     const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(g.dir, sizeof g.dir, "%s/eco-fuzz-import-XXXXXX", tmp);
     if (!mkdtemp(g.dir)) fail("mkdtemp %s: %s", g.dir, strerror(errno));
     copy_reference(src);
+    add_twins();
+    read_manifest(g.dir);
+    if (!g.n_files) fail("the manifest lists no imported file");
+    load_originals();
     char db[600];
     snprintf(db, sizeof db, "%s/store.db", g.dir);
     if (eco_store_open(db, &g.store)) fail("%s", eco_last_error());
