@@ -857,7 +857,7 @@ static eco_err check_replicate_summary(ctx *x, const manifest_entry *m, const he
                                        "fp16_energy_j_per_1k_tok_sd", NULL};
     static const char find[] =
         "SELECT id, source, n_trials, e_quant_mj, e_quant_sd_mj, cv_pct, e_fp16_mj, e_fp16_sd_mj FROM records "
-        "WHERE session = ? AND model = ? AND precision = ? AND origin = 'reference'";
+        "WHERE session = ? AND model = ? AND precision = ? AND origin = 'reference' AND " LINKABLE;
     eco_err e = check_cols(x, h, need);
     if (e) return e;
     eco_csv_row row;
@@ -1302,8 +1302,8 @@ static eco_err import_batch_summary(ctx *x, const manifest_entry *m, eco_csv *c,
     }
     if (c_e < 0) return eco_fail(ECO_EFORMAT, "%s: no energy_per_1k_tokens_j mean column", x->file);
     if ((e = batch_session(x, m))) return e;
-    /* raw rows of a file this import re-read count only where it gave them again: the stale ones of its earlier
-     * lines are removed at the end (remove_stale_rows) */
+    /* raw rows of a file this import re-read count only where it gave them again (the stale ones of its earlier
+     * lines are removed after the first pass, by remove_stale_rows, so this is a second guard) */
     static const char raw_sql[] = "SELECT count(*), avg(e_mj) FROM batch_rows WHERE session = ? AND stat = 'raw' "
                                   "AND batch = ? AND model = ? AND (source IN (SELECT source FROM temp.import_sources) OR "
                                   "NOT " OF_A_FILE_READ("batch_rows.source") ")";
