@@ -1,8 +1,9 @@
 /* libFuzzer target: the reference-dataset import (src/store/import.c) with one of its files replaced by the input.
  * The reference folder is copied with a twin of each config table added (see add_twins).
- * The first byte picks the file (its low 7 bits: the manifest's imported files, in order, twins last) and the store (its top
- * bit: an empty store, a first import; else one that already holds the real dataset, as when `eco import` is run
- * again after someone edits a file); the rest is that file's new content. The import must keep these promises:
+ * The first byte picks the file (its low 7 bits: the manifest's imported files, in order, twins last; 0x7f: the
+ * manifest itself, for which only the store-wide promises hold) and the store (its top bit: an empty store, a first
+ * import; else one that already holds the real dataset, as when `eco import` is run again after someone edits a
+ * file); the rest is that file's new content. The import must keep these promises:
  *   - a bad file or row is refused with a documented code and a message, logged once per rejected row or failed
  *     file in import_errors, and blamed on the file that holds it (or a file checked against it);
  *   - the rows of the other stand-alone files stay exactly as they were (nothing else is lost);
@@ -50,6 +51,7 @@ static struct {
     eco_store *cur;   /* the store an input is imported into: that one, or an empty one */
     data_file files[MAX_FILES];
     size_t n_files;
+    data_file manifest; /* picked by the first byte's low 7 bits all set */
     snapshot baseline;
 } g;
 
@@ -182,6 +184,11 @@ static void load_originals(void)
         if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &g.files[i].original, &g.files[i].original_len))
             fail("%s is in the manifest but cannot be read: %s", g.files[i].name, eco_last_error());
     }
+    char path[700];
+    snprintf(g.manifest.name, sizeof g.manifest.name, "manifest.csv");
+    snprintf(path, sizeof path, "%s/manifest.csv", g.dir);
+    if (eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &g.manifest.original, &g.manifest.original_len))
+        fail("%s", eco_last_error());
 }
 
 static void add_line(snapshot *s, char *line)
@@ -321,6 +328,7 @@ static bool known_file_error(eco_err e)
  * one stands alone, from a file checked against it. */
 static void check_errors(const eco_import_report *rep, const data_file *replaced)
 {
+    if (!rep->import_id) return; /* the manifest was refused: nothing was imported, nothing logged */
     eco_import_error *errs;
     size_t n;
     if (eco_store_list_import_errors(g.cur, rep->import_id, &errs, &n)) fail("%s", eco_last_error());
@@ -328,7 +336,7 @@ static void check_errors(const eco_import_report *rep, const data_file *replaced
         fail("%zu errors logged for %zu rejected rows and %zu failed files", n, rep->rows_rejected, rep->files_failed);
     for (size_t i = 0; i < n; i++) {
         if (!errs[i].message[0]) fail("%s:%zu: an error without a message", errs[i].file, errs[i].line);
-        if (!strcmp(errs[i].file, replaced->name)) continue;
+        if (replaced == &g.manifest || !strcmp(errs[i].file, replaced->name)) continue; /* a manifest moves blame */
         bool dependent = false;
         for (size_t k = 0; k < g.n_files; k++) dependent = dependent || (g.files[k].dependent && !strcmp(g.files[k].name, errs[i].file));
         if (replaced->dependent || !dependent)
@@ -355,7 +363,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atexit(tear_down);
     }
     if (size < 1) return 0;
-    const data_file *f = &g.files[(data[0] & 0x7f) % g.n_files];
+    unsigned pick = data[0] & 0x7f;
+    const data_file *f = pick == 0x7f ? &g.manifest : &g.files[pick % g.n_files];
     /* the first byte's top bit: into an empty store (a first import of a damaged folder) */
     bool empty = data[0] & 0x80;
     char fresh[600];
@@ -376,13 +385,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     eco_import_report first, again, back;
     eco_err e = eco_store_import_reference_dir(g.cur, g.dir, &first);
     if (!known_file_error(e)) fail("%s: the import failed with %s: %s", f->name, eco_err_name(e), eco_last_error());
-    if (e && (!first.first_error[0] || !eco_last_error()[0])) fail("%s: refused without a message", f->name);
+    if (e && (!eco_last_error()[0] || (first.import_id && !first.first_error[0])))
+        fail("%s: refused without a message", f->name);
     if (!e && first.files_failed) fail("%s: %zu files failed but the import returned OK", f->name, first.files_failed);
     check_errors(&first, f);
     check_records();
     snapshot edited;
     take_snapshot(&edited);
-    for (size_t i = 0; i < g.n_files; i++)
+    for (size_t i = 0; i < g.n_files && f != &g.manifest; i++)
         if (&g.files[i] != f && !g.files[i].dependent) expect_same(&g.baseline, &edited, g.files[i].name, "another file");
 
     eco_err e2 = eco_store_import_reference_dir(g.cur, g.dir, &again);
