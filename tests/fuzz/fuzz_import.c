@@ -319,9 +319,11 @@ static void tear_down(void)
     rmdir(g.dir);
 }
 
+/* What the import documents: a file's structure (EFORMAT, EINVAL, ENOTFOUND), size (ETOOBIG), or a file the
+ * manifest names that cannot be read (EIO). */
 static bool known_file_error(eco_err e)
 {
-    return e == ECO_OK || e == ECO_EFORMAT || e == ECO_ETOOBIG || e == ECO_EINVAL || e == ECO_ENOTFOUND;
+    return e == ECO_OK || e == ECO_EFORMAT || e == ECO_ETOOBIG || e == ECO_EINVAL || e == ECO_ENOTFOUND || e == ECO_EIO;
 }
 
 /* Every error this import logged: one per rejected row or failed file, each from the replaced file or, when that
