@@ -253,7 +253,7 @@ static void take_snapshot(snapshot *s)
     dump_query(s, "batch", "SELECT source AS key, * FROM batch_rows");
     dump_query(s, "phase", "SELECT source AS key, * FROM phase_rows");
     dump_query(s, "sessions", "SELECT id AS key, * FROM sessions");
-    qsort(s->lines, s->n, sizeof *s->lines, by_text);
+    if (s->n) qsort(s->lines, s->n, sizeof *s->lines, by_text); /* an empty store has no lines (NULL) */
 }
 
 /* Whether a line is a row from `file` (its source is "<file>:<line>"). */
