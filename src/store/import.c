@@ -386,11 +386,11 @@ static eco_err store_row(ctx *x, const manifest_entry *m, eco_record *r, size_t 
     return e;
 }
 
-/* After every file: the stored rows of a file read to its end that no row of it gave again are gone from it (an
- * edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both; links,
- * quality, batch and phase rows from its lines that this import did not give again go too. After each pass over
- * the files, not after each file: a link made in a pass must not lose its row to a later file's removal. */
-static eco_err remove_stale_rows(ctx *x)
+/* After a pass over the files: the stored rows of a file read to its end that no row of it gave again are gone from
+ * it (an edited or reordered file keys its rows by line), so the store mirrors the file instead of keeping both;
+ * links, quality, batch and phase rows from its lines that this import did not give again go too. After each pass,
+ * not after each file: a link made in a pass must not lose its row to a later file's removal. */
+static eco_err remove_stale_rows(ctx *x, bool last_pass)
 {
     char links[320];
     snprintf(links, sizeof links, "DELETE FROM import_links WHERE import_id <> %lld AND " OF_A_FILE_READ("import_links.source"),
@@ -408,6 +408,14 @@ static eco_err remove_stale_rows(ctx *x)
         e = store_exec(x->s, sql);
         if (!e) x->rep->rows_removed += (size_t)sqlite3_changes(x->s->db);
     }
+    /* A campaign of a file read to its end that no row names any more (its session renamed in the manifest, or all
+     * its rows gone) is gone too, so the sessions listed are the files' (after the last pass: a session a
+     * stand-alone file named may still be named by a dependent file's rows). */
+    if (!e && last_pass)
+        e = store_exec(x->s, "DELETE FROM sessions AS s WHERE source IN (SELECT file FROM temp.import_read) AND "
+                             "NOT EXISTS (SELECT 1 FROM records r WHERE r.session = s.id) AND "
+                             "NOT EXISTS (SELECT 1 FROM batch_rows b WHERE b.session = s.id) AND "
+                             "NOT EXISTS (SELECT 1 FROM phase_rows p WHERE p.session = s.id)");
     if (!e) e = store_exec(x->s, "COMMIT");
     if (e) sqlite3_exec(x->s->db, "ROLLBACK", NULL, NULL, NULL);
     return e;
@@ -1589,7 +1597,7 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
             if (!e) e = import_file(&x, dir, group, g, &fe);
             if (fe && !file_err) file_err = fe;
         }
-        if (!e) e = remove_stale_rows(&x);
+        if (!e) e = remove_stale_rows(&x, pass == 1);
     }
     free(group);
     eco_err e2 = record_import(&x, dir, manifest_path, false);

@@ -639,6 +639,55 @@ static void test_link_never_targets_a_row_being_removed(void **state)
     eco_store_close(s);
 }
 
+static bool has_session(eco_store *s, const char *id, size_t *count)
+{
+    eco_session *ss;
+    size_t n;
+    assert_int_equal(eco_store_list_sessions(s, &ss, &n), ECO_OK);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) found = found || !strcmp(ss[i].id, id);
+    free(ss);
+    *count = n;
+    return found;
+}
+
+/* A session renamed in the manifest replaces the old one; renamed back, the old one is back alone (found by
+ * fuzz_import: the renamed campaign stayed listed, with no rows, after the manifest was put back). */
+static void test_renamed_session_is_not_kept(void **state)
+{
+    (void)state;
+    char dir[512], manifest[1024];
+    eco_store *s = imported_copy("renamed", dir, sizeof dir);
+    snprintf(manifest, sizeof manifest, "%s/manifest.csv", dir);
+    char *orig;
+    size_t len, n;
+    assert_int_equal(eco_store_read_file(manifest, ECO_STORE_MAX_FILE_BYTES, &orig, &len), ECO_OK);
+    char *edited = malloc(len + 8);
+    assert_non_null(edited);
+    const char *at = strstr(orig, ",,rtx4090-2026-08-19,"); /* the paired rows' entry: no match column */
+    assert_non_null(at);
+    size_t head = (size_t)(at - orig) + 2;
+    memcpy(edited, orig, head);
+    memcpy(edited + head, "renamed-", 8);
+    memcpy(edited + head + 8, orig + head, len - head);
+    write_file(manifest, edited, len + 8);
+    free(edited);
+
+    eco_import_report rep;
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_true(has_session(s, "renamed-rtx4090-2026-08-19", &n));
+    assert_false(has_session(s, "rtx4090-2026-08-19", &n));
+    assert_int_equal(n, 11);
+    write_file(manifest, orig, len);
+    free(orig);
+    assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
+    assert_false(has_session(s, "renamed-rtx4090-2026-08-19", &n));
+    assert_true(has_session(s, "rtx4090-2026-08-19", &n));
+    assert_int_equal(n, 11);
+    check_reference_contents(s);
+    eco_store_close(s);
+}
+
 static void test_oversize_and_missing_files(void **state)
 {
     (void)state;
@@ -944,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_changed_row_is_updated_not_duplicated),
         cmocka_unit_test(test_edited_file_is_checked_against_current_rows),
         cmocka_unit_test(test_link_never_targets_a_row_being_removed),
+        cmocka_unit_test(test_renamed_session_is_not_kept),
         cmocka_unit_test(test_oversize_and_missing_files),
         cmocka_unit_test(test_insert_and_filters),
         cmocka_unit_test(test_replications_and_runs),
