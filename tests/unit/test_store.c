@@ -54,6 +54,15 @@ static void write_file(const char *path, const char *data, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
+static void copy_file(const char *from, const char *to)
+{
+    char *buf;
+    size_t len;
+    assert_int_equal(eco_store_read_file(from, ECO_STORE_MAX_FILE_BYTES, &buf, &len), ECO_OK);
+    write_file(to, buf, len);
+    free(buf);
+}
+
 /* Copies every file of `from` into `to` (flat folder). */
 static void copy_dir(const char *from, const char *to)
 {
@@ -63,13 +72,10 @@ static void copy_dir(const char *from, const char *to)
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
-        char src[1024], dst[1024], *buf;
-        size_t len;
+        char src[1024], dst[1024];
         snprintf(src, sizeof src, "%s/%s", from, e->d_name);
         snprintf(dst, sizeof dst, "%s/%s", to, e->d_name);
-        assert_int_equal(eco_store_read_file(src, ECO_STORE_MAX_FILE_BYTES, &buf, &len), ECO_OK);
-        write_file(dst, buf, len);
-        free(buf);
+        copy_file(src, dst);
     }
     closedir(d);
 }
@@ -485,11 +491,7 @@ static void test_malformed_rows_are_reported_and_skipped(void **state)
     /* fixing a row later updates it in place (no duplicate) */
     char src_measured[1100];
     snprintf(src_measured, sizeof src_measured, "%s/measured.csv", src);
-    char *orig;
-    size_t len;
-    assert_int_equal(eco_store_read_file(src_measured, ECO_STORE_MAX_FILE_BYTES, &orig, &len), ECO_OK);
-    write_file(path, orig, len);
-    free(orig);
+    copy_file(src_measured, path);
     eco_import_report fix;
     assert_int_equal(eco_store_import_reference_dir(s, dir, &fix), ECO_OK);
     assert_int_equal(fix.rows_rejected, 0);
@@ -588,11 +590,9 @@ static void test_link_never_targets_a_row_being_removed(void **state)
     /* a twin of the A800 table, as a second config-table file of the same campaign */
     snprintf(path, sizeof path, "%s/ecocompute-ai_a800_summary.csv", dir);
     snprintf(copy, sizeof copy, "%s/a800_twin.csv", dir);
+    copy_file(path, copy);
     char *text;
     size_t len;
-    assert_int_equal(eco_store_read_file(path, ECO_STORE_MAX_FILE_BYTES, &text, &len), ECO_OK);
-    write_file(copy, text, len);
-    free(text);
     snprintf(manifest, sizeof manifest, "%s/manifest.csv", dir);
     assert_int_equal(eco_store_read_file(manifest, ECO_STORE_MAX_FILE_BYTES, &text, &len), ECO_OK);
     const char *entry = strstr(text, "\necocompute-ai_a800_summary.csv,config-table,");
@@ -630,9 +630,7 @@ static void test_link_never_targets_a_row_being_removed(void **state)
      * (the manifest's order decides which of two repeating rows is the record, not which was stored first) */
     char src[1024], orig_path[1100];
     snprintf(orig_path, sizeof orig_path, "%s/ecocompute-ai_a800_summary.csv", ref_dir(src, sizeof src));
-    assert_int_equal(eco_store_read_file(orig_path, ECO_STORE_MAX_FILE_BYTES, &text, &len), ECO_OK);
-    write_file(path, text, len);
-    free(text);
+    copy_file(orig_path, path);
     assert_int_equal(eco_store_import_reference_dir(s, dir, &rep), ECO_OK);
     assert_int_equal(count_of(s, NULL, "int8", "ecocompute-ai_a800_summary.csv"), 3);
     assert_int_equal(count_of(s, NULL, "int8", "a800_twin.csv"), 0);
