@@ -192,15 +192,14 @@ static const char *const imported_kinds[] = {"measured", "paired-rows", "replica
 /* Listed for provenance, read by other code (the fit's reference curves, the quality text), not imported here. */
 static const char *const listed_kinds[] = {"fit-reference", "corpus"};
 
-static bool kind_is_imported(const char *kind)
+bool store_kind_is_imported(const char *kind)
 {
     for (size_t i = 0; i < sizeof imported_kinds / sizeof imported_kinds[0]; i++)
         if (!strcmp(kind, imported_kinds[i])) return true;
     return false;
 }
 
-/* Kinds whose rows are linked to or checked against other files' rows: read after the others. */
-static bool kind_is_dependent(const char *kind)
+bool store_kind_is_dependent(const char *kind)
 {
     static const char *const dependent[] = {"config-table", "replicate-summary", "quality-table", "batch-summary"};
     for (size_t i = 0; i < sizeof dependent / sizeof dependent[0]; i++)
@@ -212,7 +211,7 @@ static bool kind_is_known(const char *kind)
 {
     for (size_t i = 0; i < sizeof listed_kinds / sizeof listed_kinds[0]; i++)
         if (!strcmp(kind, listed_kinds[i])) return true;
-    return kind_is_imported(kind);
+    return store_kind_is_imported(kind);
 }
 
 static eco_err load_manifest(const char *path, manifest_entry **out, size_t *count)
@@ -1572,7 +1571,7 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
                       "DELETE FROM temp.import_pending");
     /* the files still to be read (LINKABLE) */
     for (size_t i = 0; i < n && !e; i++)
-        if (kind_is_imported(entries[i].kind))
+        if (store_kind_is_imported(entries[i].kind))
             e = mark(&x, "INSERT OR IGNORE INTO temp.import_pending (file) VALUES (?)", entries[i].file, 0);
     eco_err file_err = ECO_OK;
     manifest_entry *group = malloc((n ? n : 1) * sizeof *group);
@@ -1584,7 +1583,8 @@ eco_err eco_store_import_reference_dir_manifest(eco_store *s, const char *dir, c
      * would be refused). */
     for (int pass = 0; pass < 2 && !e; pass++) {
         for (size_t i = 0; i < n && !e; i++) {
-            if (!kind_is_imported(entries[i].kind) || kind_is_dependent(entries[i].kind) != (pass == 1)) continue;
+            const char *kind = entries[i].kind;
+            if (!store_kind_is_imported(kind) || store_kind_is_dependent(kind) != (pass == 1)) continue;
             /* every entry of one file (measured.csv has one per campaign) is imported together, wherever it sits */
             bool seen = false;
             for (size_t k = 0; k < i; k++) seen = seen || !strcmp(entries[k].file, entries[i].file);

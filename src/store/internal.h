@@ -44,6 +44,10 @@ eco_err store_upsert_record(eco_store *s, const eco_record *r, const store_recor
                             int64_t *id);
 eco_err store_upsert_session(eco_store *s, const eco_session *ss);
 eco_err store_log_import_error(eco_store *s, int64_t import_id, const char *file, size_t line, const char *msg);
+/* Manifest kinds whose files the import reads (not "fit-reference" or "corpus", which are only listed), and those of
+ * them whose rows are linked to or checked against other files' rows, so read after the others. */
+bool store_kind_is_imported(const char *kind);
+bool store_kind_is_dependent(const char *kind);
 /* Maps the current row of a statement selecting STORE_RECORD_COLUMNS into r. */
 void store_read_record(sqlite3_stmt *st, eco_record *r);
 /* WHERE clause and bindings for a record filter; returns the number of '?' placeholders written. */

@@ -73,14 +73,6 @@ static void write_bytes(const char *path, const void *data, size_t len)
     if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f)) fail("cannot write %s: %s", path, strerror(errno));
 }
 
-static bool is_dependent_kind(const char *kind)
-{
-    static const char *const dependent[] = {"config-table", "replicate-summary", "quality-table", "batch-summary"};
-    for (size_t i = 0; i < sizeof dependent / sizeof dependent[0]; i++)
-        if (!strcmp(kind, dependent[i])) return true;
-    return false;
-}
-
 /* The manifest's imported files, each once, with their kind's dependence. */
 static void read_manifest(const char *dir)
 {
@@ -106,14 +98,14 @@ static void read_manifest(const char *dir)
             continue;
         }
         const char *file = row.fields[col_file], *kind = row.fields[col_kind];
-        if (!strcmp(kind, "fit-reference") || !strcmp(kind, "corpus")) continue;
+        if (!store_kind_is_imported(kind)) continue;
         bool seen = false;
         for (size_t i = 0; i < g.n_files; i++) seen = seen || !strcmp(g.files[i].name, file);
         if (seen) continue;
         if (g.n_files == MAX_FILES) fail("manifest: more than %d files", MAX_FILES);
         data_file *f = &g.files[g.n_files++];
         snprintf(f->name, sizeof f->name, "%s", file);
-        f->dependent = is_dependent_kind(kind);
+        f->dependent = store_kind_is_dependent(kind);
     }
     eco_csv_close(c);
     free(text);
